@@ -1,0 +1,1 @@
+"""vllm-xdsl: an MLIR-style compiler on xDSL for LLM inference ops."""
