@@ -1,0 +1,98 @@
+"""Quantization schemes: the one value that says how a fused op quantizes.
+
+A scheme is plain data, shared by the torch ops (as separate arguments), the `vllm`
+dialect (as one `#vllm.quant<...>` attribute plus the result element type) and every
+backend. One fused op covers every scheme, so no pass or kernel enumerates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+Granularity = Literal["tensor", "token", "group"]
+GRANULARITIES: tuple[Granularity, ...] = ("tensor", "token", "group")
+
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+QUANT_DTYPES = (*FP8_DTYPES, torch.int8)
+
+# FMAX per fp8 flavour (OPS.md): e4m3fnuz deliberately uses 224, below torch's 240.
+_FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 224.0}
+INT8_MAX = 127.0
+DEFAULT_GROUP_EPS = 1e-10
+
+
+def fp8_max(dtype: torch.dtype) -> float:
+    """The saturation bound FMAX of an fp8 flavour."""
+    try:
+        return _FP8_MAX[dtype]
+    except KeyError:
+        raise ValueError(f"{dtype} is not an fp8 dtype (expected one of {FP8_DTYPES})") from None
+
+
+def quant_max(dtype: torch.dtype) -> float:
+    """FMAX for fp8 flavours, IMAX for int8."""
+    return INT8_MAX if dtype == torch.int8 else fp8_max(dtype)
+
+
+@dataclass(frozen=True)
+class QuantScheme:
+    """How values are quantized: target dtype, static or dynamic, and scale granularity.
+
+    - `static`: the dequantization scale is an input (shape [1], per tensor only);
+      otherwise it is computed from the data and returned.
+    - `granularity`: one scale per tensor, per token (row) or per group of
+      `group_size` consecutive elements of a row.
+    - `column_major_scales`, `use_ue8m0`, `group_eps`: per-group options (OPS.md).
+    """
+
+    dtype: torch.dtype
+    static: bool
+    granularity: Granularity
+    group_size: int = 0
+    column_major_scales: bool = False
+    use_ue8m0: bool = False
+    group_eps: float = DEFAULT_GROUP_EPS
+
+    def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(f"invalid quant scheme {self}: {problem}")
+
+    def problem(self) -> str | None:
+        """Why this scheme is not one of OPS.md's quantizations, or None if it is."""
+        if self.dtype not in QUANT_DTYPES:
+            return f"quant dtype must be fp8 (e4m3fn, e4m3fnuz) or int8, not {self.dtype}"
+        if self.granularity not in GRANULARITIES:
+            return f"granularity must be one of {GRANULARITIES}, not {self.granularity!r}"
+        if self.static and self.granularity != "tensor":
+            return "a static scale is per tensor"
+        if self.granularity == "group":
+            if self.dtype == torch.int8:
+                return "per-group quantization is fp8 only"
+            if self.group_size <= 0:
+                return "per-group quantization needs a positive group_size"
+        elif self.group_size or self.column_major_scales or self.use_ue8m0:
+            return "group_size, column_major_scales and use_ue8m0 apply to per-group only"
+        if self.dtype == torch.int8 and not self.static and self.granularity != "token":
+            return "dynamic int8 quantization is per token"
+        return None
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.dtype in FP8_DTYPES
+
+    @property
+    def qmax(self) -> float:
+        return quant_max(self.dtype)
+
+    def scale_shape(self, tokens: int, hidden: int) -> tuple[int, ...]:
+        """Shape of the scales a dynamic scheme returns for a [tokens, hidden] input."""
+        if self.granularity == "tensor":
+            return (1,)
+        if self.granularity == "token":
+            return (tokens, 1)
+        # Column-major scales keep this shape; only their strides are transposed.
+        return (tokens, hidden // self.group_size)
