@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     BFloat16Type,
     Float8E4M3FNType,
     Float8E4M3FNUZType,
@@ -59,15 +60,12 @@ def torch_dtype(element_type: Attribute) -> torch.dtype:
         raise UnsupportedDtypeError(f"element type {element_type} has no torch dtype") from None
 
 
-DYNAMIC = TensorType.DYNAMIC_INDEX if hasattr(TensorType, "DYNAMIC_INDEX") else -1
-
-
 def tensor_type(dtype: torch.dtype, shape: tuple[int | None, ...]) -> TensorType:
     """A builtin tensor type; None dims become `?`."""
-    dims = [DYNAMIC if d is None else d for d in shape]
+    dims = [DYNAMIC_INDEX if d is None else d for d in shape]
     return TensorType(ir_element_type(dtype), dims)
 
 
 def static_shape(t: TensorType) -> tuple[int | None, ...]:
     """The shape of a tensor type with `?` dims as None."""
-    return tuple(None if d < 0 else d for d in t.get_shape())
+    return tuple(None if d == DYNAMIC_INDEX else d for d in t.get_shape())
