@@ -1,0 +1,229 @@
+"""The `torch` dialect: opaque calls of torch op overloads the compiler does not know.
+
+An op the compiler has no semantic op for is kept as it was in the FX graph, so it runs
+exactly as before:
+
+    %s = torch.call "aten::add.Tensor"(%a, %b) [#torch.operand<0>, #torch.operand<1>]
+           kwargs {alpha = 1 : i64} : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
+
+- `target` is the overload's qualified name (`namespace::op.overload`).
+- Tensor and symbolic-scalar arguments are SSA operands; `args` is the positional argument
+  list in which `#torch.operand<i>` stands for operand i and every other entry is a
+  literal: integers, floats, `true`/`false`, strings, `#torch.none`, dtypes
+  (`#torch.dtype<bf16>`), devices and enums (`#torch.device<"cpu">`, `#torch.enum<"...">`)
+  and (nested) lists.
+- `kwargs` holds keyword arguments the same way.
+- Results: one per tensor or scalar the op returns (a tuple return gives several).
+
+`torch.get_attr` stands for a module constant (an FX `get_attr` node).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntAttr,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+
+@irdl_attr_definition
+class OperandRefAttr(ParametrizedAttribute):
+    """`#torch.operand<i>`: in an argument list, the op's i-th SSA operand."""
+
+    name = "torch.operand"
+    index: IntAttr
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.index.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [IntAttr(parser.parse_integer(allow_negative=False))]
+
+
+@irdl_attr_definition
+class NoneAttr(ParametrizedAttribute):
+    """`#torch.none`: Python's None as an argument."""
+
+    name = "torch.none"
+
+
+@irdl_attr_definition
+class DtypeAttr(ParametrizedAttribute):
+    """`#torch.dtype<bf16>`: a torch.dtype argument, spelled as its element type."""
+
+    name = "torch.dtype"
+    element_type: Attribute
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.element_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [parser.parse_type()]
+
+
+class _NamedValueAttr(ParametrizedAttribute):
+    """An argument value that torch spells by name (a device, an enum member)."""
+
+    value: StringAttr
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.value.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [StringAttr(parser.parse_str_literal())]
+
+
+@irdl_attr_definition
+class DeviceAttr(_NamedValueAttr):
+    """`#torch.device<"cuda:0">`."""
+
+    name = "torch.device"
+
+
+@irdl_attr_definition
+class EnumAttr(_NamedValueAttr):
+    """`#torch.enum<"torch.contiguous_format">`: layouts, memory formats and the like."""
+
+    name = "torch.enum"
+
+
+@irdl_attr_definition
+class NoneType(ParametrizedAttribute, TypeAttribute):
+    """`!torch.none`: the type of a result that is always None."""
+
+    name = "torch.none_type"
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """A call of a torch op overload, kept opaque."""
+
+    name = "torch.call"
+
+    target = prop_def(StringAttr)
+    args = prop_def(ArrayAttr)
+    kwargs = opt_prop_def(DictionaryAttr)
+    inputs = var_operand_def()
+    outputs = var_result_def()
+
+    assembly_format = (
+        "$target `(` $inputs `)` $args (`kwargs` $kwargs^)? attr-dict "
+        "`:` functional-type($inputs, $outputs)"
+    )
+
+    def __init__(
+        self,
+        target: str,
+        inputs: list,
+        args: list[Attribute],
+        result_types: list[Attribute],
+        kwargs: dict[str, Attribute] | None = None,
+    ) -> None:
+        props: dict[str, Attribute] = {"target": StringAttr(target), "args": ArrayAttr(args)}
+        if kwargs:
+            props["kwargs"] = DictionaryAttr(kwargs)
+        super().__init__(operands=[inputs], result_types=[result_types], properties=props)
+
+    def verify_(self) -> None:
+        if "::" not in self.target.data:
+            raise VerifyException(
+                f"target must be a qualified overload name like 'aten::add.Tensor', "
+                f"got {self.target.data!r}"
+            )
+        used: set[int] = set()
+        for attr in _walk(self.args, self.kwargs):
+            if isinstance(attr, OperandRefAttr):
+                if attr.index.data >= len(self.inputs):
+                    raise VerifyException(
+                        f"#torch.operand<{attr.index.data}> refers past the "
+                        f"{len(self.inputs)} operands of {self.target.data}"
+                    )
+                used.add(attr.index.data)
+        unused = set(range(len(self.inputs))) - used
+        if unused:
+            raise VerifyException(
+                f"operands {sorted(unused)} of {self.target.data} are not used by args or kwargs"
+            )
+
+
+@irdl_op_definition
+class GetAttrOp(IRDLOperation):
+    """A module constant (parameter or buffer) by its qualified name."""
+
+    name = "torch.get_attr"
+
+    attr_name = prop_def(StringAttr)
+    result = result_def()
+
+    assembly_format = "$attr_name attr-dict `:` type($result)"
+
+
+def resolve_overload(target: str):  # noqa: ANN201
+    """The torch OpOverload named by a `torch.call` target, e.g. 'aten::add.Tensor'."""
+    import torch
+
+    namespace, _, rest = target.partition("::")
+    op_name, _, overload = rest.partition(".")
+    packet = getattr(getattr(torch.ops, namespace), op_name)
+    return getattr(packet, overload or "default")
+
+
+def is_side_effect_free(op: CallOp) -> bool:
+    """Whether an unused `torch.call` may be deleted: a known, functional, deterministic op.
+
+    Unknown overloads, mutating ops, collectives and random ops are kept.
+    """
+    import torch
+
+    try:
+        overload = resolve_overload(op.target.data)
+    except (AttributeError, RuntimeError):
+        return False
+    schema = overload._schema
+    if schema.is_mutable or torch.Tag.nondeterministic_seeded in overload.tags:
+        return False
+    return overload.namespace in ("aten", "prims", "vllm_xdsl")
+
+
+def _walk(*attrs: Attribute | None):  # noqa: ANN202
+    """Every attribute nested in lists and dictionaries."""
+    for attr in attrs:
+        if attr is None:
+            continue
+        if isinstance(attr, ArrayAttr):
+            yield from _walk(*attr.data)
+        elif isinstance(attr, DictionaryAttr):
+            yield from _walk(*attr.data.values())
+        else:
+            yield attr
+
+
+Torch = Dialect(
+    "torch",
+    [CallOp, GetAttrOp],
+    [OperandRefAttr, NoneAttr, DtypeAttr, DeviceAttr, EnumAttr, NoneType],
+)

@@ -1,0 +1,452 @@
+"""The `vllm` dialect: one op per semantic operation of shared/OPS.md.
+
+Ops say what is computed, never how. Operand order and names follow OPS.md; optional
+operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
+`scale_ub(...)`), types next to them, so the syntax stays readable:
+
+    %y = vllm.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-05 : f64}
+           : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+    %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
+           {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
+           : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+
+Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
+(`epsilon(%e : tensor<f64>)`) when the graph passes it in. Each op's signature lives in
+a `*Signature` base class so that the provider dialects (`triton`, `cuda`, `rocm`)
+declare one op per kernel with exactly the same operands, results and verifier.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from xdsl.dialects.builtin import (
+    I64,
+    BoolAttr,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+)
+from xdsl.ir import Dialect, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    opt_result_def,
+    prop_def,
+    result_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from vllm_xdsl.dialects import vllm_checks as check
+from vllm_xdsl.dialects.types import torch_dtype
+from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, QuantScheme
+
+# Assembly-format pieces for keyword-introduced optional operands.
+_WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
+_EPS = "(`epsilon` `(` $epsilon_value^ `:` type($epsilon_value) `)`)?"
+_SCALE = "(`scale` `(` $scale^ `:` type($scale) `)`)?"
+_SCALE_UB = "(`scale_ub` `(` $scale_ub^ `:` type($scale_ub) `)`)?"
+_SCALES = "(`,` type($scales)^)?"
+
+_OPTIONS = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+_PROPS_IN_ATTR_DICT = (ParsePropInAttrDict(),)
+
+
+class SemanticSignature(IRDLOperation):
+    """Base of every op that carries a semantic op's operands (vllm and provider ops)."""
+
+    # The name of the semantic op (OPS.md), shared by its vllm op and provider ops.
+    SEMANTIC_NAME: ClassVar[str]
+
+    def epsilon_float(self) -> float | None:
+        """Epsilon when it is a compile-time property, else None (runtime operand)."""
+        prop = getattr(self, "epsilon", None)
+        return None if prop is None else prop.value.data
+
+
+class _NormMixin(SemanticSignature):
+    """Checks shared by the norm ops: x, residual, weight, epsilon."""
+
+    def _verify_norm(self) -> TensorType:
+        x = check.activation(self.x)
+        if hasattr(self, "residual"):
+            check.same_shape(self.residual, x, "residual", None)
+            check.activation(self.residual, "residual")
+        check.weight(self.weight, x)
+        check.epsilon(self.epsilon, self.epsilon_value)
+        return x
+
+
+class _QuantMixin(SemanticSignature):
+    """Quant ops describe their quantization as a QuantScheme, whatever their form."""
+
+    def quant_scheme(self) -> QuantScheme:
+        raise NotImplementedError
+
+    def _q_dtype(self) -> torch.dtype:
+        return torch_dtype(self.q.type.element_type)  # type: ignore[attr-defined]
+
+
+# --- unfused norm ops --------------------------------------------------------------------
+
+
+class RmsNormSignature(_NormMixin):
+    SEMANTIC_NAME: ClassVar[str] = "rms_norm"
+    x = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    epsilon_value = opt_operand_def()
+    epsilon = opt_prop_def(FloatAttr[Float64Type])
+    variance_size = opt_prop_def(IntegerAttr[I64])
+    out = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = self._verify_norm()
+        check.same_shape(self.out, x, "out", x.element_type)
+        if self.variance_size is not None:
+            size, hidden = self.variance_size.value.data, check.hidden_size(x)
+            if size <= 0 or (hidden >= 0 and size > hidden):
+                raise VerifyException(
+                    f"variance_size {size} must be in 1..{hidden} (the hidden size)"
+                )
+
+
+class FusedAddRmsNormSignature(_NormMixin):
+    SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm"
+    x = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    epsilon_value = opt_operand_def()
+    epsilon = opt_prop_def(FloatAttr[Float64Type])
+    out = result_def(TensorType)
+    residual_out = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = self._verify_norm()
+        check.same_shape(self.out, x, "out", x.element_type)
+        check.same_shape(self.residual_out, x, "residual_out", x.element_type)
+
+
+# --- unfused quant ops -------------------------------------------------------------------
+
+
+class StaticScaledFp8QuantSignature(_QuantMixin):
+    SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    q = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        check.static_scale(self.scale)
+        check.quant_result(self.q, x, "fp8")
+
+    def quant_scheme(self) -> QuantScheme:
+        return QuantScheme(self._q_dtype(), static=True, granularity="tensor")
+
+
+class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "static_scaled_int8_quant"
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        check.static_scale(self.scale)
+        check.quant_result(self.q, x, "int8")
+
+
+class DynamicScaledFp8QuantSignature(_QuantMixin):
+    SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
+    x = operand_def(TensorType)
+    q = result_def(TensorType)
+    scale = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        check.quant_result(self.q, x, "fp8")
+        check.scales_result(self.scale, x, self.quant_scheme())
+
+    def quant_scheme(self) -> QuantScheme:
+        return QuantScheme(self._q_dtype(), static=False, granularity="tensor")
+
+
+class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
+    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
+    x = operand_def(TensorType)
+    scale_ub = opt_operand_def(TensorType)
+    q = result_def(TensorType)
+    scales = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        if self.scale_ub is not None:
+            check.static_scale(self.scale_ub, "scale_ub")
+        check.quant_result(self.q, x, "fp8")
+        check.scales_result(self.scales, x, self.quant_scheme())
+
+    def quant_scheme(self) -> QuantScheme:
+        return QuantScheme(self._q_dtype(), static=False, granularity="token")
+
+
+class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
+    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
+    x = operand_def(TensorType)
+    q = result_def(TensorType)
+    scales = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        check.quant_result(self.q, x, "int8")
+        check.scales_result(self.scales, x, self.quant_scheme())
+
+    def quant_scheme(self) -> QuantScheme:
+        return QuantScheme(self._q_dtype(), static=False, granularity="token")
+
+
+class PerTokenGroupFp8QuantSignature(_QuantMixin):
+    SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
+    x = operand_def(TensorType)
+    group_size = prop_def(IntegerAttr[I64])
+    column_major_scales = opt_prop_def(BoolAttr)
+    use_ue8m0 = opt_prop_def(BoolAttr)
+    eps = opt_prop_def(FloatAttr[Float64Type])
+    q = result_def(TensorType)
+    scales = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        check.group_size(x, self.group_size.value.data)
+        check.quant_result(self.q, x, "fp8")
+        check.scales_result(self.scales, x, self.quant_scheme())
+
+    def quant_scheme(self) -> QuantScheme:
+        return QuantScheme(
+            self._q_dtype(),
+            static=False,
+            granularity="group",
+            group_size=self.group_size.value.data,
+            column_major_scales=_flag(self.column_major_scales),
+            use_ue8m0=_flag(self.use_ue8m0),
+            group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
+        )
+
+
+class SiluAndMulSignature(SemanticSignature):
+    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul"
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        _check_silu_halves(x, self.out, "out")
+        if self.out.type.element_type != x.element_type:
+            raise VerifyException(
+                f"out must have element type {x.element_type}, got {self.out.type.element_type}"
+            )
+
+
+# --- fused ops ---------------------------------------------------------------------------
+
+
+class _FusedQuantMixin(_QuantMixin):
+    """A fused op's scheme is its `scheme` attribute plus its `q` element type."""
+
+    def quant_scheme(self) -> QuantScheme:
+        return self.scheme.to_scheme(self._q_dtype())  # type: ignore[attr-defined]
+
+    def _verify_scheme(self, x: TensorType, q_shape_of: TensorType) -> None:
+        dtype = check.quant_result(self.q, q_shape_of, "fp8 or int8")
+        try:
+            scheme = self.scheme.to_scheme(dtype)  # type: ignore[attr-defined]
+        except ValueError as e:
+            raise VerifyException(
+                f"scheme {self.scheme} does not fit result type {dtype}: "  # type: ignore[attr-defined]
+                f"{str(e).split(': ', 1)[-1]}"
+            ) from None
+        if scheme.static:
+            if self.scale is None:
+                raise VerifyException("a static scheme needs a scale(...) operand")
+            check.static_scale(self.scale)
+            if self.scales is not None:
+                raise VerifyException("a static scheme has no scales result (the scale is an input)")
+        else:
+            if self.scale is not None:
+                raise VerifyException("a dynamic scheme computes its scales: remove scale(...)")
+            if self.scales is None:
+                raise VerifyException("a dynamic scheme needs a scales result")
+            if scheme.granularity == "tensor":
+                raise VerifyException(
+                    "dynamic per-tensor quantization cannot be fused (it needs a global reduction)"
+                )
+            check.scales_result(self.scales, q_shape_of, scheme)
+        if self.scale_ub is not None:
+            if scheme.static or scheme.granularity != "token" or not scheme.is_fp8:
+                raise VerifyException("scale_ub applies to dynamic per-token fp8 only")
+            check.static_scale(self.scale_ub, "scale_ub")
+
+
+class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
+    SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
+    x = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    scale = opt_operand_def(TensorType)
+    scale_ub = opt_operand_def(TensorType)
+    epsilon_value = opt_operand_def()
+    epsilon = opt_prop_def(FloatAttr[Float64Type])
+    scheme = prop_def(QuantSchemeAttr)
+    q = result_def(TensorType)
+    scales = opt_result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = self._verify_norm()
+        self._verify_scheme(x, x)
+
+
+class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
+    SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm_quant"
+    x = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    weight = opt_operand_def(TensorType)
+    scale = opt_operand_def(TensorType)
+    scale_ub = opt_operand_def(TensorType)
+    epsilon_value = opt_operand_def()
+    epsilon = opt_prop_def(FloatAttr[Float64Type])
+    scheme = prop_def(QuantSchemeAttr)
+    q = result_def(TensorType)
+    residual_out = result_def(TensorType)
+    scales = opt_result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = self._verify_norm()
+        check.same_shape(self.residual_out, x, "residual_out", x.element_type)
+        self._verify_scheme(x, x)
+
+
+class SiluAndMulQuantSignature(_FusedQuantMixin):
+    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul_quant"
+    x = operand_def(TensorType)
+    scale = opt_operand_def(TensorType)
+    scale_ub = opt_operand_def(TensorType)
+    scheme = prop_def(QuantSchemeAttr)
+    q = result_def(TensorType)
+    scales = opt_result_def(TensorType)
+
+    def verify_(self) -> None:
+        x = check.activation(self.x)
+        _check_silu_halves(x, self.q, "q")
+        half = TensorType(x.element_type, (*x.get_shape()[:-1], self.q.type.get_shape()[-1]))
+        self._verify_scheme(x, half)
+
+
+def _check_silu_halves(x: TensorType, out: SSAValue, what: str) -> None:
+    h = check.hidden_size(x)
+    if h >= 0 and h % 2:
+        raise VerifyException(f"silu_and_mul needs an even last dimension, got {h}")
+    t = check.tensor_of(out, what)
+    expected = (*x.get_shape()[:-1], h // 2 if h >= 0 else h)
+    if len(t.get_shape()) != len(expected) or not all(
+        check.dims_agree(a, b) for a, b in zip(t.get_shape(), expected)
+    ):
+        raise VerifyException(
+            f"{what} must have the shape of x with the last dimension halved, got {t}"
+        )
+
+
+def _flag(attr: BoolAttr | None) -> bool:
+    return attr is not None and bool(attr.value.data)
+
+
+# --- the vllm ops: signature + name + syntax ---------------------------------------------
+
+# Declarative syntax per signature; provider dialects reuse it unchanged.
+ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
+    RmsNormSignature: f"$x {_WEIGHT} {_EPS} attr-dict `:` type($x) `->` type($out)",
+    FusedAddRmsNormSignature: f"$x `,` $residual {_WEIGHT} {_EPS} attr-dict `:` type($x) `,` "
+    "type($residual) `->` type($out) `,` type($residual_out)",
+    StaticScaledFp8QuantSignature: "$x `,` $scale attr-dict `:` type($x) `,` type($scale) "
+    "`->` type($q)",
+    StaticScaledInt8QuantSignature: "$x `,` $scale attr-dict `:` type($x) `,` type($scale) "
+    "`->` type($q)",
+    DynamicScaledFp8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` type($scale)",
+    DynamicPerTokenScaledFp8QuantSignature: f"$x {_SCALE_UB} attr-dict `:` type($x) `->` "
+    "type($q) `,` type($scales)",
+    DynamicPerTokenScaledInt8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` "
+    "type($scales)",
+    PerTokenGroupFp8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` type($scales)",
+    SiluAndMulSignature: "$x attr-dict `:` type($x) `->` type($out)",
+    RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_EPS} attr-dict `:` type($x) "
+    f"`->` type($q) {_SCALES}",
+    FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_EPS} "
+    f"attr-dict `:` type($x) `,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}",
+    SiluAndMulQuantSignature: f"$x {_SCALE} {_SCALE_UB} attr-dict `:` type($x) `->` type($q) "
+    f"{_SCALES}",
+}
+
+SIGNATURES: tuple[type[SemanticSignature], ...] = tuple(ASSEMBLY_FORMATS)
+
+
+def define_op(
+    dialect: str, signature: type[SemanticSignature], extra: dict[str, object] | None = None
+) -> type[IRDLOperation]:
+    """Declare `<dialect>.<semantic op>` with the signature's operands, results and syntax.
+
+    `extra` adds class attributes, e.g. the implementation properties of a provider op.
+    """
+    from xdsl.irdl import irdl_op_definition
+
+    has_optional_operands = _has_optional_operand(signature)
+    body: dict[str, object] = {
+        "name": f"{dialect}.{signature.SEMANTIC_NAME}",
+        "assembly_format": ASSEMBLY_FORMATS[signature],
+        "irdl_options": _OPTIONS if has_optional_operands else _PROPS_IN_ATTR_DICT,
+        "traits": _traits(),
+        "__module__": f"vllm_xdsl.dialects.{dialect}",
+        **(extra or {}),
+    }
+    class_name = "".join(p.title() for p in signature.SEMANTIC_NAME.split("_")) + "Op"
+    return irdl_op_definition(type(class_name, (signature,), body))
+
+
+def _has_optional_operand(signature: type[SemanticSignature]) -> bool:
+    from xdsl.irdl import OptOperandDef
+
+    return any(
+        getattr(v, "cls", None) is OptOperandDef
+        for klass in signature.__mro__
+        for v in vars(klass).values()
+    )
+
+
+def _traits():  # noqa: ANN202
+    from xdsl.irdl import traits_def
+
+    return traits_def(Pure())
+
+
+_VLLM_OPS = {sig: define_op("vllm", sig) for sig in SIGNATURES}
+
+RmsNormOp = _VLLM_OPS[RmsNormSignature]
+FusedAddRmsNormOp = _VLLM_OPS[FusedAddRmsNormSignature]
+StaticScaledFp8QuantOp = _VLLM_OPS[StaticScaledFp8QuantSignature]
+DynamicScaledFp8QuantOp = _VLLM_OPS[DynamicScaledFp8QuantSignature]
+DynamicPerTokenScaledFp8QuantOp = _VLLM_OPS[DynamicPerTokenScaledFp8QuantSignature]
+PerTokenGroupFp8QuantOp = _VLLM_OPS[PerTokenGroupFp8QuantSignature]
+StaticScaledInt8QuantOp = _VLLM_OPS[StaticScaledInt8QuantSignature]
+DynamicPerTokenScaledInt8QuantOp = _VLLM_OPS[DynamicPerTokenScaledInt8QuantSignature]
+SiluAndMulOp = _VLLM_OPS[SiluAndMulSignature]
+RmsNormQuantOp = _VLLM_OPS[RmsNormQuantSignature]
+FusedAddRmsNormQuantOp = _VLLM_OPS[FusedAddRmsNormQuantSignature]
+SiluAndMulQuantOp = _VLLM_OPS[SiluAndMulQuantSignature]
+
+# Semantic op name -> vllm op class.
+OPS_BY_NAME: dict[str, type[IRDLOperation]] = {
+    sig.SEMANTIC_NAME: op for sig, op in _VLLM_OPS.items()
+}
+
+Vllm = Dialect("vllm", list(_VLLM_OPS.values()), [QuantSchemeAttr])

@@ -1,0 +1,154 @@
+"""`#vllm.quant<...>`: the quantization scheme of a fused op as one attribute.
+
+Syntax (the quant dtype is not here: it is the element type of the op's `q` result):
+
+    #vllm.quant<static per_tensor>
+    #vllm.quant<dynamic per_token>
+    #vllm.quant<dynamic per_group 128 column_major ue8m0 eps 1.0e-10>
+
+`column_major`, `ue8m0` and `eps` (default 1e-10) are per-group options and optional.
+"""
+
+from __future__ import annotations
+
+import torch
+from xdsl.dialects.builtin import FloatData, IntAttr, StringAttr
+from xdsl.ir import Attribute, ParametrizedAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme
+
+_KEYWORD_OF_GRANULARITY = {g: f"per_{g}" for g in GRANULARITIES}
+_GRANULARITY_OF_KEYWORD = {k: g for g, k in _KEYWORD_OF_GRANULARITY.items()}
+
+
+@irdl_attr_definition
+class QuantSchemeAttr(ParametrizedAttribute):
+    """Static or dynamic; per tensor, token or group; the per-group options."""
+
+    name = "vllm.quant"
+
+    mode: StringAttr
+    granularity: StringAttr
+    group_size: IntAttr
+    column_major_scales: IntAttr
+    use_ue8m0: IntAttr
+    group_eps: FloatData
+
+    @staticmethod
+    def get(
+        *,
+        static: bool,
+        granularity: str,
+        group_size: int = 0,
+        column_major_scales: bool = False,
+        use_ue8m0: bool = False,
+        group_eps: float = DEFAULT_GROUP_EPS,
+    ) -> QuantSchemeAttr:
+        return QuantSchemeAttr(
+            StringAttr("static" if static else "dynamic"),
+            StringAttr(granularity),
+            IntAttr(group_size),
+            IntAttr(int(column_major_scales)),
+            IntAttr(int(use_ue8m0)),
+            FloatData(group_eps),
+        )
+
+    @staticmethod
+    def from_scheme(scheme: QuantScheme) -> QuantSchemeAttr:
+        return QuantSchemeAttr.get(
+            static=scheme.static,
+            granularity=scheme.granularity,
+            group_size=scheme.group_size,
+            column_major_scales=scheme.column_major_scales,
+            use_ue8m0=scheme.use_ue8m0,
+            group_eps=scheme.group_eps,
+        )
+
+    @property
+    def static(self) -> bool:
+        return self.mode.data == "static"
+
+    def to_scheme(self, dtype: torch.dtype) -> QuantScheme:
+        """The full scheme, given the quant dtype from the result type."""
+        return QuantScheme(
+            dtype=dtype,
+            static=self.static,
+            granularity=self.granularity.data,  # type: ignore[arg-type]
+            group_size=self.group_size.data,
+            column_major_scales=bool(self.column_major_scales.data),
+            use_ue8m0=bool(self.use_ue8m0.data),
+            group_eps=self.group_eps.data,
+        )
+
+    def verify(self) -> None:
+        from xdsl.utils.exceptions import VerifyException
+
+        if self.mode.data not in ("static", "dynamic"):
+            raise VerifyException(f"quant mode must be static or dynamic, not {self.mode.data!r}")
+        if self.granularity.data not in GRANULARITIES:
+            raise VerifyException(f"unknown quant granularity {self.granularity.data!r}")
+        # The dtype does not matter for these structural checks; int8 rules are checked
+        # against the result type by the op verifiers.
+        problem = _structural_problem(self)
+        if problem:
+            raise VerifyException(f"invalid quant scheme: {problem}")
+
+    def print_parameters(self, printer: Printer) -> None:
+        words = [self.mode.data, _KEYWORD_OF_GRANULARITY[self.granularity.data]]
+        if self.granularity.data == "group":
+            words.append(str(self.group_size.data))
+        if self.column_major_scales.data:
+            words.append("column_major")
+        if self.use_ue8m0.data:
+            words.append("ue8m0")
+        if self.group_eps.data != DEFAULT_GROUP_EPS:
+            words.append(f"eps {self.group_eps.data!r}")
+        printer.print_string(f"<{' '.join(words)}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            mode = parser.expect(
+                lambda: parser.parse_optional_keyword("static")
+                or parser.parse_optional_keyword("dynamic"),
+                "expected 'static' or 'dynamic'",
+            )
+            keyword = parser.parse_identifier(" (per_tensor, per_token or per_group)")
+            if keyword not in _GRANULARITY_OF_KEYWORD:
+                parser.raise_error(
+                    f"expected per_tensor, per_token or per_group, got {keyword!r}"
+                )
+            granularity = _GRANULARITY_OF_KEYWORD[keyword]
+            group_size = parser.parse_integer() if granularity == "group" else 0
+            column_major = use_ue8m0 = False
+            group_eps = DEFAULT_GROUP_EPS
+            while True:
+                if parser.parse_optional_keyword("column_major"):
+                    column_major = True
+                elif parser.parse_optional_keyword("ue8m0"):
+                    use_ue8m0 = True
+                elif parser.parse_optional_keyword("eps"):
+                    group_eps = parser.parse_float()
+                else:
+                    break
+        attr = cls.get(
+            static=mode == "static",
+            granularity=granularity,
+            group_size=group_size,
+            column_major_scales=column_major,
+            use_ue8m0=use_ue8m0,
+            group_eps=group_eps,
+        )
+        return list(attr.parameters)
+
+
+def _structural_problem(attr: QuantSchemeAttr) -> str | None:
+    """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
+    try:
+        attr.to_scheme(torch.float8_e4m3fn)
+    except ValueError as e:
+        return str(e).split(": ", 1)[-1]
+    return None

@@ -1,0 +1,166 @@
+"""Verifier checks shared by the `vllm` dialect and the provider dialects.
+
+Each check raises a VerifyException whose message names the operand or result that is
+wrong and says what was expected, so `vllm-opt` can point at the op with a clear line.
+Dimensions that are dynamic (`?`) are not checked against static ones.
+"""
+
+from __future__ import annotations
+
+import torch
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float32Type,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
+from vllm_xdsl.ops.scheme import QuantScheme
+
+ACTIVATION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+FP8_ELEMENT_TYPES = (Float8E4M3FNType, Float8E4M3FNUZType)
+
+
+def tensor_of(value: SSAValue, what: str) -> TensorType:
+    if not isinstance(value.type, TensorType):
+        raise VerifyException(f"{what} must be a tensor, got {value.type}")
+    return value.type
+
+
+def dims_agree(a: int, b: int) -> bool:
+    return a == DYNAMIC_INDEX or b == DYNAMIC_INDEX or a == b
+
+
+def activation(value: SSAValue, what: str = "x") -> TensorType:
+    """An activation: rank >= 1, f16/bf16/f32."""
+    t = tensor_of(value, what)
+    if t.get_num_dims() < 1:
+        raise VerifyException(f"{what} must have rank >= 1 (hidden size last), got {t}")
+    dtype = _dtype(t.element_type)
+    if dtype not in ACTIVATION_DTYPES:
+        raise VerifyException(f"{what} must have element type f16, bf16 or f32, got {t.element_type}")
+    return t
+
+
+def hidden_size(t: TensorType) -> int:
+    return t.get_shape()[-1]
+
+
+def same_shape(value: SSAValue, like: TensorType, what: str, element_type: Attribute | None) -> None:
+    """`value` has the shape of `like`, and `element_type` if given."""
+    t = tensor_of(value, what)
+    shape, ref = t.get_shape(), like.get_shape()
+    if len(shape) != len(ref) or not all(dims_agree(a, b) for a, b in zip(shape, ref)):
+        raise VerifyException(f"{what} must have the shape of x {_shape(like)}, got {_shape(t)}")
+    if element_type is not None and t.element_type != element_type:
+        raise VerifyException(f"{what} must have element type {element_type}, got {t.element_type}")
+
+
+def weight(value: SSAValue | None, x: TensorType) -> None:
+    """A norm weight of shape [H]; its dtype may differ from x (Gemma-style)."""
+    if value is None:
+        return
+    t = tensor_of(value, "weight")
+    if t.get_num_dims() != 1:
+        raise VerifyException(f"weight must have rank 1, got {t}")
+    if not dims_agree(t.get_shape()[0], hidden_size(x)):
+        raise VerifyException(
+            f"weight size {_dim(t.get_shape()[0])} does not match the hidden size "
+            f"{_dim(hidden_size(x))} of x"
+        )
+    if not isinstance(t.element_type, AnyFloat):
+        raise VerifyException(f"weight must have a float element type, got {t.element_type}")
+
+
+def epsilon(prop: Attribute | None, operand: SSAValue | None) -> None:
+    """Epsilon is exactly one of: an f64 property, a runtime scalar operand."""
+    if (prop is None) == (operand is None):
+        raise VerifyException(
+            "epsilon must be given exactly once: as the `epsilon` property or as a runtime operand"
+        )
+    if prop is not None and prop.value.data < 0:  # type: ignore[attr-defined]
+        raise VerifyException(f"epsilon must be >= 0, got {prop.value.data}")  # type: ignore[attr-defined]
+    if operand is not None:
+        t = operand.type
+        scalar = isinstance(t, AnyFloat) or (
+            isinstance(t, TensorType) and t.get_num_dims() == 0 and isinstance(t.element_type, AnyFloat)
+        )
+        if not scalar:
+            raise VerifyException(f"runtime epsilon must be a float scalar or 0-d tensor, got {t}")
+
+
+def static_scale(value: SSAValue, what: str = "scale") -> None:
+    """A static dequantization scale: a float tensor of shape [1]."""
+    t = tensor_of(value, what)
+    if t.get_shape() != (1,) or not isinstance(t.element_type, AnyFloat):
+        raise VerifyException(f"{what} must be a float tensor of shape [1], got {t}")
+
+
+def quant_result(value: SSAValue, x: TensorType, allowed: str) -> torch.dtype:
+    """A quantized result shaped like x; `allowed` is 'fp8', 'int8' or 'fp8 or int8'."""
+    t = tensor_of(value, "q")
+    same_shape(value, x, "q", None)
+    et = t.element_type
+    is_fp8 = isinstance(et, FP8_ELEMENT_TYPES)
+    is_int8 = isinstance(et, IntegerType) and et.width.data == 8
+    if not ((is_fp8 and "fp8" in allowed) or (is_int8 and "int8" in allowed)):
+        raise VerifyException(f"quantized result q must be {allowed}, got element type {et}")
+    return _dtype(et)
+
+
+def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
+    """The f32 dequant scales a dynamic scheme returns: [1], [T, 1] or [T, H / group_size]."""
+    t = tensor_of(value, "scales")
+    if not isinstance(t.element_type, Float32Type):
+        raise VerifyException(f"scales must be f32, got {t.element_type}")
+    shape = t.get_shape()
+    if scheme.granularity == "tensor":
+        expected: tuple[int, ...] = (1,)
+    else:
+        tokens = x.get_shape()[0] if x.get_num_dims() == 2 else DYNAMIC_INDEX
+        cols = 1 if scheme.granularity == "token" else _groups(x, scheme)
+        expected = (tokens, cols)
+    if len(shape) != len(expected) or not all(dims_agree(a, b) for a, b in zip(shape, expected)):
+        raise VerifyException(
+            f"scales must have shape {_shape_of(expected)} for a per-{scheme.granularity} "
+            f"scheme, got {_shape(t)}"
+        )
+
+
+def group_size(x: TensorType, size: int) -> None:
+    h = hidden_size(x)
+    if size <= 0:
+        raise VerifyException(f"group_size must be positive, got {size}")
+    if h != DYNAMIC_INDEX and h % size:
+        raise VerifyException(f"group_size {size} does not divide the hidden size {h}")
+
+
+def _groups(x: TensorType, scheme: QuantScheme) -> int:
+    group_size(x, scheme.group_size)
+    h = hidden_size(x)
+    return DYNAMIC_INDEX if h == DYNAMIC_INDEX else h // scheme.group_size
+
+
+def _dtype(element_type: Attribute) -> torch.dtype | None:
+    try:
+        return torch_dtype(element_type)
+    except UnsupportedDtypeError:
+        return None
+
+
+def _dim(d: int) -> str:
+    return "?" if d == DYNAMIC_INDEX else str(d)
+
+
+def _shape_of(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(_dim(d) for d in shape) + "]"
+
+
+def _shape(t: TensorType) -> str:
+    return _shape_of(t.get_shape())
