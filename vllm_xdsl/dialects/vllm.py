@@ -350,9 +350,7 @@ def _check_silu_halves(x: TensorType, out: SSAValue, what: str) -> None:
         raise VerifyException(f"silu_and_mul needs an even last dimension, got {h}")
     t = check.tensor_of(out, what)
     expected = (*x.get_shape()[:-1], h // 2 if h >= 0 else h)
-    if len(t.get_shape()) != len(expected) or not all(
-        check.dims_agree(a, b) for a, b in zip(t.get_shape(), expected)
-    ):
+    if not check.shapes_agree(t.get_shape(), expected):
         raise VerifyException(
             f"{what} must have the shape of x with the last dimension halved, got {t}"
         )

@@ -37,6 +37,11 @@ def dims_agree(a: int, b: int) -> bool:
     return a == DYNAMIC_INDEX or b == DYNAMIC_INDEX or a == b
 
 
+def shapes_agree(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Same rank, and every pair of dims equal or dynamic."""
+    return len(a) == len(b) and all(dims_agree(x, y) for x, y in zip(a, b, strict=True))
+
+
 def activation(value: SSAValue, what: str = "x") -> TensorType:
     """An activation: rank >= 1, f16/bf16/f32."""
     t = tensor_of(value, what)
@@ -56,7 +61,7 @@ def same_shape(value: SSAValue, like: TensorType, what: str, element_type: Attri
     """`value` has the shape of `like`, and `element_type` if given."""
     t = tensor_of(value, what)
     shape, ref = t.get_shape(), like.get_shape()
-    if len(shape) != len(ref) or not all(dims_agree(a, b) for a, b in zip(shape, ref)):
+    if not shapes_agree(shape, ref):
         raise VerifyException(f"{what} must have the shape of x {_shape(like)}, got {_shape(t)}")
     if element_type is not None and t.element_type != element_type:
         raise VerifyException(f"{what} must have element type {element_type}, got {t.element_type}")
@@ -126,7 +131,7 @@ def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
         tokens = x.get_shape()[0] if x.get_num_dims() == 2 else DYNAMIC_INDEX
         cols = 1 if scheme.granularity == "token" else _groups(x, scheme)
         expected = (tokens, cols)
-    if len(shape) != len(expected) or not all(dims_agree(a, b) for a, b in zip(shape, expected)):
+    if not shapes_agree(shape, expected):
         raise VerifyException(
             f"scales must have shape {_shape_of(expected)} for a per-{scheme.granularity} "
             f"scheme, got {_shape(t)}"

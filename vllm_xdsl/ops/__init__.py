@@ -1,0 +1,76 @@
+"""Semantic ops: the native contract of each op (shared/OPS.md), its torch custom op
+(`torch.ops.vllm_xdsl.<op>`), the implementation registry and dispatch.
+
+    from vllm_xdsl import ops
+    out = ops.rms_norm(x, weight, 1e-6)          # dispatched (eager) / one node (compiled)
+    ops.rms_norm.native                          # the contract
+    @ops.rms_norm.register_impl("triton", supports_args=...)
+    def rms_norm(x, weight, epsilon, variance_size=None): ...
+"""
+
+from vllm_xdsl.ops import fused as _fused
+from vllm_xdsl.ops import natives as _n
+from vllm_xdsl.ops.fused import quant_native, scheme_of
+from vllm_xdsl.ops.impl import Impl, RegistrationError, TensorMeta
+from vllm_xdsl.ops.op import SemanticOp
+from vllm_xdsl.ops.scheme import QuantScheme
+
+rms_norm = SemanticOp("rms_norm", _n.rms_norm, ("out",), inplace_outputs={"out": "x"})
+fused_add_rms_norm = SemanticOp(
+    "fused_add_rms_norm", _n.fused_add_rms_norm, ("out", "residual_out"),
+    inplace_outputs={"out": "x", "residual_out": "residual"},
+)
+static_scaled_fp8_quant = SemanticOp("static_scaled_fp8_quant", _n.static_scaled_fp8_quant, ("q",))
+dynamic_scaled_fp8_quant = SemanticOp(
+    "dynamic_scaled_fp8_quant", _n.dynamic_scaled_fp8_quant, ("q", "scale")
+)
+dynamic_per_token_scaled_fp8_quant = SemanticOp(
+    "dynamic_per_token_scaled_fp8_quant", _n.dynamic_per_token_scaled_fp8_quant, ("q", "scales")
+)
+per_token_group_fp8_quant = SemanticOp(
+    "per_token_group_fp8_quant", _n.per_token_group_fp8_quant, ("q", "scales")
+)
+static_scaled_int8_quant = SemanticOp(
+    "static_scaled_int8_quant", _n.static_scaled_int8_quant, ("q",)
+)
+dynamic_per_token_scaled_int8_quant = SemanticOp(
+    "dynamic_per_token_scaled_int8_quant", _n.dynamic_per_token_scaled_int8_quant, ("q", "scales")
+)
+silu_and_mul = SemanticOp("silu_and_mul", _n.silu_and_mul, ("out",))
+
+rms_norm_quant = SemanticOp("rms_norm_quant", _fused.rms_norm_quant, ("q", "scales"), fused=True)
+fused_add_rms_norm_quant = SemanticOp(
+    "fused_add_rms_norm_quant", _fused.fused_add_rms_norm_quant, ("q", "residual_out", "scales"),
+    fused=True, inplace_outputs={"residual_out": "residual"},
+)
+silu_and_mul_quant = SemanticOp(
+    "silu_and_mul_quant", _fused.silu_and_mul_quant, ("q", "scales"), fused=True
+)
+
+UNFUSED: tuple[str, ...] = (
+    "rms_norm",
+    "fused_add_rms_norm",
+    "static_scaled_fp8_quant",
+    "dynamic_scaled_fp8_quant",
+    "dynamic_per_token_scaled_fp8_quant",
+    "per_token_group_fp8_quant",
+    "static_scaled_int8_quant",
+    "dynamic_per_token_scaled_int8_quant",
+    "silu_and_mul",
+)
+FUSED: tuple[str, ...] = ("rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant")
+ALL_OPS: dict[str, SemanticOp] = {name: globals()[name] for name in UNFUSED + FUSED}
+
+__all__ = [
+    "ALL_OPS",
+    "FUSED",
+    "UNFUSED",
+    "Impl",
+    "QuantScheme",
+    "RegistrationError",
+    "SemanticOp",
+    "TensorMeta",
+    "quant_native",
+    "scheme_of",
+    *ALL_OPS,
+]
