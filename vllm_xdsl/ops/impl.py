@@ -1,0 +1,126 @@
+"""Registered implementations and the tensor-metadata view their argument checks see."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import TensorType
+
+
+class RegistrationError(ValueError):
+    """An implementation that cannot be registered (bad name, duplicate, wrong signature)."""
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """What an argument check may know about a tensor: the same in eager mode (real
+    tensors) and in lower-dispatch (IR types, where unknown dims are None)."""
+
+    dtype: torch.dtype
+    shape: tuple[int | None, ...]
+    device: str
+
+    @staticmethod
+    def from_tensor(t: torch.Tensor) -> TensorMeta:
+        return TensorMeta(t.dtype, tuple(t.shape), t.device.type)
+
+    @staticmethod
+    def from_ir_type(tensor_type: TensorType, device: str) -> TensorMeta:
+        from vllm_xdsl.dialects.types import static_shape, torch_dtype
+
+        return TensorMeta(torch_dtype(tensor_type.element_type), static_shape(tensor_type), device)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _describe(p: inspect.Parameter) -> str:
+    default = "" if p.default is inspect.Parameter.empty else f"={p.default!r}"
+    return f"{p.name}{default} ({p.kind.description})"
+
+
+def check_impl_signature(
+    op: str, provider: str, expected: inspect.Signature, fn: Callable[..., Any]
+) -> None:
+    """An impl must take exactly the native's parameters (names, order, defaults, kinds)."""
+    try:
+        got = inspect.signature(fn)
+    except (TypeError, ValueError) as e:
+        raise RegistrationError(f"{op}: provider {provider!r}: no inspectable signature ({e})") from None
+    want = list(expected.parameters.values())
+    have = list(got.parameters.values())
+    for i in range(max(len(want), len(have))):
+        w = want[i] if i < len(want) else None
+        h = have[i] if i < len(have) else None
+        if w is None or h is None or (w.name, w.kind, w.default) != (h.name, h.kind, h.default):
+            wd = _describe(w) if w else "nothing"
+            hd = _describe(h) if h else "nothing"
+            raise RegistrationError(
+                f"{op}: provider {provider!r}: signature {got} differs from the native "
+                f"{expected}: parameter {i} is {hd}, expected {wd}"
+            )
+
+
+def _reason(result: Any, what: str) -> str | None:
+    """None if `result` accepts; otherwise the reason string."""
+    if isinstance(result, str):
+        return result or what
+    return None if result else what
+
+
+class Impl:
+    """One provider's implementation of one op, with its availability and argument checks."""
+
+    __slots__ = ("op", "provider", "fn", "supported", "supports_args", "inplace", "_available")
+
+    def __init__(
+        self,
+        op: str,
+        provider: str,
+        fn: Callable[..., Any],
+        supported: bool | Callable[[], bool | str],
+        supports_args: Callable[..., bool | str] | None,
+        inplace: bool,
+    ) -> None:
+        self.op = op
+        self.provider = provider
+        self.fn = fn
+        self.supported = supported
+        self.supports_args = supports_args
+        self.inplace = inplace
+        self._available: tuple[str | None] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Impl {self.op}:{self.provider}{' (inplace)' if self.inplace else ''}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def unavailable(self) -> str | None:
+        """Why this impl cannot run on this machine (None if it can); evaluated once."""
+        if self._available is None:
+            s = self.supported
+            if callable(s):
+                try:
+                    s = s()
+                except Exception as e:  # a broken probe makes the impl unavailable, visibly
+                    s = f"availability check raised {type(e).__name__}: {e}"
+            self._available = (_reason(s, "not supported here"),)
+        return self._available[0]
+
+    def rejects(self, meta_args: dict[str, Any]) -> str | None:
+        """Why this impl rejects these arguments (tensors as TensorMeta), or None."""
+        if self.supports_args is None:
+            return None
+        try:
+            result = self.supports_args(**meta_args)
+        except Exception as e:
+            return f"supports_args raised {type(e).__name__}: {e}"
+        return _reason(result, "rejected the arguments")

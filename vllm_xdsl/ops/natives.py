@@ -1,0 +1,139 @@
+"""Native torch implementations of the unfused ops: the contracts of shared/OPS.md.
+
+Each function follows its OPS.md row literally (fp32 compute, the order of casts, multiply
+by the reciprocal where the row says so and divide where it divides). These functions are
+the specification, the fallback implementation and the fake (meta) implementation, so they
+must also run on fake tensors: no `.item()`, no data-dependent shapes.
+
+Annotations are real (no `from __future__ import annotations`): torch.library infers the
+custom op schema from them.
+"""
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl.ops.scheme import INT8_MAX, fp8_max
+
+_F32 = torch.float32
+
+
+def _check_fp8(fp8_dtype: torch.dtype) -> float:
+    return fp8_max(fp8_dtype)  # raises ValueError naming the dtype
+
+
+def _min_scale(fmax: float) -> float:
+    # Floor of dynamic fp8 scales (OPS.md): keeps 1/scale finite for all-zero inputs.
+    return 1.0 / (fmax * 512.0)
+
+
+def rms_norm_fp32(
+    xf: Tensor, weight: Tensor | None, epsilon: float, variance_size: int | None, out_dtype: torch.dtype
+) -> Tensor:
+    """RMSNorm of an fp32 tensor, rounded to `out_dtype` (shared by both norm ops)."""
+    xv = xf if variance_size is None else xf[..., :variance_size]
+    var = xv.pow(2).mean(dim=-1, keepdim=True)
+    y = xf * torch.rsqrt(var + epsilon)
+    if weight is not None:
+        y = y.to(weight.dtype) * weight
+    return y.to(out_dtype)
+
+
+def rms_norm(
+    x: Tensor, weight: Tensor | None, epsilon: float, variance_size: int | None = None
+) -> Tensor:
+    if variance_size is not None and not 0 < variance_size <= x.shape[-1]:
+        raise ValueError(f"rms_norm: variance_size {variance_size} not in [1, {x.shape[-1]}]")
+    return rms_norm_fp32(x.to(_F32), weight, epsilon, variance_size, x.dtype)
+
+
+def fused_add_rms_norm(
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float
+) -> tuple[Tensor, Tensor]:
+    s = x.to(_F32) + residual.to(_F32)
+    residual_out = s.to(x.dtype)
+    # The norm sees the unrounded fp32 sum, not residual_out.
+    return rms_norm_fp32(s, weight, epsilon, None, x.dtype), residual_out
+
+
+def static_scaled_fp8_quant(
+    x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+) -> Tensor:
+    fmax = _check_fp8(fp8_dtype)
+    inv = torch.reciprocal(scale.to(_F32))
+    return torch.clamp(x.to(_F32) * inv, -fmax, fmax).to(fp8_dtype)
+
+
+def dynamic_scaled_fp8_quant(
+    x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+) -> tuple[Tensor, Tensor]:
+    fmax = _check_fp8(fp8_dtype)
+    absmax = x.to(_F32).abs().amax().reshape(1)
+    scale = torch.clamp(absmax / fmax, min=_min_scale(fmax))
+    return static_scaled_fp8_quant(x, scale, fp8_dtype), scale
+
+
+def dynamic_per_token_scaled_fp8_quant(
+    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+) -> tuple[Tensor, Tensor]:
+    fmax = _check_fp8(fp8_dtype)
+    xf = x.to(_F32)
+    a = xf.abs().amax(dim=-1, keepdim=True)
+    if scale_ub is not None:
+        a = torch.minimum(a, scale_ub.to(_F32))
+    s = torch.clamp(a / fmax, min=_min_scale(fmax))
+    q = torch.clamp(xf / s, -fmax, fmax).to(fp8_dtype)
+    return q, s.reshape(-1, 1)
+
+
+def per_token_group_fp8_quant(
+    x: Tensor,
+    group_size: int,
+    column_major_scales: bool = False,
+    use_ue8m0: bool = False,
+    eps: float = 1e-10,
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+) -> tuple[Tensor, Tensor]:
+    fmax = _check_fp8(fp8_dtype)
+    hidden = x.shape[-1]
+    if group_size <= 0 or hidden % group_size:
+        raise ValueError(
+            f"per_token_group_fp8_quant: group_size {group_size} does not divide hidden size {hidden}"
+        )
+    groups = hidden // group_size
+    xg = x.to(_F32).reshape(*x.shape[:-1], groups, group_size)
+    a = xg.abs().amax(dim=-1, keepdim=True)
+    s = torch.clamp(a, min=eps) / fmax
+    if use_ue8m0:
+        s = torch.exp2(torch.ceil(torch.log2(s)))
+    q = torch.clamp(xg / s, -fmax, fmax).to(fp8_dtype).reshape(x.shape)
+    s = s.reshape(-1, groups)
+    if column_major_scales:
+        # Same shape [T, G], transposed strides: storage is [G, T].
+        scales = torch.empty((groups, s.shape[0]), dtype=_F32, device=x.device).t()
+        scales.copy_(s)
+        return q, scales
+    return q, s
+
+
+def _int8_round(xs: Tensor) -> Tensor:
+    # torch.round rounds half to even, as the int8 contract requires.
+    return torch.round(xs).clamp(-128.0, 127.0).to(torch.int8)
+
+
+def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+    return _int8_round(x.to(_F32) / scale.to(_F32))
+
+
+def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+    xf = x.to(_F32)
+    s = xf.abs().amax(dim=-1, keepdim=True) / INT8_MAX
+    # A zero row has s = 0: its q is 0 (0/0 would be NaN).
+    q = _int8_round(torch.where(s == 0, torch.zeros_like(xf), xf / s))
+    return q, s.reshape(-1, 1)
+
+
+def silu_and_mul(x: Tensor) -> Tensor:
+    d = x.shape[-1] // 2
+    if x.shape[-1] != 2 * d:
+        raise ValueError(f"silu_and_mul: last dimension {x.shape[-1]} is not even")
+    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
