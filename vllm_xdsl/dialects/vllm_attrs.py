@@ -12,7 +12,7 @@ Syntax (the quant dtype is not here: it is the element type of the op's `q` resu
 from __future__ import annotations
 
 import torch
-from xdsl.dialects.builtin import FloatData, IntAttr, StringAttr
+from xdsl.dialects.builtin import Float64Type, FloatData, IntAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
@@ -104,9 +104,11 @@ class QuantSchemeAttr(ParametrizedAttribute):
             words.append("column_major")
         if self.use_ue8m0.data:
             words.append("ue8m0")
+        printer.print_string(f"<{' '.join(words)}")
         if self.group_eps.data != DEFAULT_GROUP_EPS:
-            words.append(f"eps {self.group_eps.data!r}")
-        printer.print_string(f"<{' '.join(words)}>")
+            printer.print_string(" eps ")
+            printer.print_float(self.group_eps.data, Float64Type())
+        printer.print_string(">")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:

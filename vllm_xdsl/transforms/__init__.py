@@ -1,0 +1,51 @@
+"""The passes of vllm-xdsl, registered lazily by name so that `vllm-opt` starts fast.
+
+Each pass is a frozen-dataclass `ModulePass` in a module of its own; this table maps the
+pass name to `(module, class name)` and nothing is imported until a pass is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+PASS_MODULES: dict[str, tuple[str, str]] = {
+    "raise-native": ("vllm_xdsl.transforms.raise_native", "RaiseNativePass"),
+    "fuse-norm-quant": ("vllm_xdsl.transforms.fuse_norm_quant", "FuseNormQuantPass"),
+    "lower-dispatch": ("vllm_xdsl.transforms.lower_dispatch", "LowerDispatchPass"),
+}
+
+# Generic xDSL passes that are useful between ours.
+XDSL_PASSES: dict[str, tuple[str, str]] = {
+    "canonicalize": ("xdsl.transforms.canonicalize", "CanonicalizePass"),
+    "dce": ("xdsl.transforms.dead_code_elimination", "DeadCodeElimination"),
+    "cse": ("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),
+}
+
+
+def _loader(module: str, class_name: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(module), class_name)
+
+    return load
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> factory of its class, for every pass whose module is installed."""
+    table = {**XDSL_PASSES, **PASS_MODULES}
+    return {
+        name: _loader(module, cls)
+        for name, (module, cls) in table.items()
+        if importlib.util.find_spec(module) is not None
+    }
+
+
+def get_pass(name: str) -> type[ModulePass]:
+    """The pass class named `name`; ValueError naming the known passes otherwise."""
+    passes = available_passes()
+    if name not in passes:
+        raise ValueError(f"unknown pass '{name}' (known: {', '.join(sorted(passes))})")
+    return passes[name]()

@@ -1,0 +1,126 @@
+"""`vllm-opt`: xdsl-opt with this project's dialects, passes and targets.
+
+Every xdsl-opt flag works (`-p`, `--split-input-file`, `--verify-diagnostics`,
+`--print-op-generic`, `-t`, `-o`, ...). Each pass is also an mlir-opt-style flag:
+
+    vllm-opt --fuse-norm-quant --lower-dispatch=target=rocm in.mlir
+    vllm-opt --lower-dispatch="target=cpu priority=rms_norm=triton,native" in.mlir
+
+Every user error (malformed IR, an op that does not verify, an unknown pass or option)
+is one line, `file:line:col: error: message` where a location is known, and a non-zero
+exit; with `--verify-diagnostics` the line goes to stdout and the exit is 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from vllm_xdsl.tools.diagnostics import (
+    UserError,
+    locate_failing_op,
+    one_line,
+    parse_error_line,
+)
+from vllm_xdsl.tools.pass_flags import split_pass_flags
+
+TARGETS = {
+    "triton": ("vllm_xdsl.backends.triton.target", "TritonSourceTarget"),
+}
+
+
+class VllmOptMain(xDSLOptMain):
+    """xDSLOptMain restricted to this project's dialects and passes, with clear errors."""
+
+    def __init__(self, args: Sequence[str] | None = None) -> None:
+        self._source_text = ""
+        super().__init__(description="vllm-xdsl optimizer driver", args=args)
+
+    def register_all_dialects(self) -> None:
+        from vllm_xdsl.dialects import dialect_factories
+
+        for name, factory in dialect_factories().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        from vllm_xdsl.transforms import available_passes
+
+        for name, factory in available_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        import importlib
+        import importlib.util
+
+        super().register_all_targets()
+        for name, (module, cls) in TARGETS.items():
+            if importlib.util.find_spec(module) is not None:
+                self.available_targets[name] = (
+                    lambda m=module, c=cls: getattr(importlib.import_module(m), c)
+                )
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        text = chunk.read()
+        self._source_text = text.decode("utf-8", errors="replace")
+        from io import BytesIO
+
+        try:
+            module = super().parse_chunk(BytesIO(text), file_extension, start_offset)
+        except ParseError as e:
+            raise UserError(parse_error_line(e, start_offset)) from None
+        if module is not None:
+            self._verify(module, start_offset)
+        return module
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        try:
+            super().apply_passes(prog)
+        except UserError:
+            raise
+        except DiagnosticException as e:
+            self._verify(prog, 0)  # prefer pointing at the op that no longer verifies
+            raise UserError(f"{self.get_input_name()}: error: {one_line(e)}") from None
+        except ValueError as e:
+            raise UserError(f"{self.get_input_name()}: error: {one_line(e)}") from None
+
+    def _verify(self, module: ModuleOp, line_offset: int) -> None:
+        failure = locate_failing_op(module, self._source_text)
+        if failure is None:
+            return
+        where, message = failure
+        if where is not None:
+            line, col = where
+            prefix = f"{self.get_input_name()}:{line + line_offset}:{col}"
+        else:
+            prefix = self.get_input_name()
+        raise UserError(f"{prefix}: error: {message}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from vllm_xdsl.transforms import available_passes
+
+        opt = VllmOptMain(split_pass_flags(argv, set(available_passes())))
+        opt.run()
+    except UserError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except (DiagnosticException, ValueError, OSError, KeyError) as e:
+        print(f"vllm-opt: error: {one_line(e)}", file=sys.stderr)
+        return 1
+    except ParseError as e:
+        print(parse_error_line(e, 0), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
