@@ -1,0 +1,154 @@
+"""The Triton implementation of every op, with exactly its native signature (ops_api.md).
+
+These are what `register()` registers as provider "triton" and what the torch custom ops
+`torch.ops.vllm_xdsl_triton.<op>` run. Annotations are real (custom op schemas).
+"""
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl.backends.triton import launch as L
+from vllm_xdsl.ops.scheme import QuantScheme
+
+_E4M3 = torch.float8_e4m3fn
+
+
+def rms_norm(
+    x: Tensor, weight: Tensor | None, epsilon: float, variance_size: int | None = None
+) -> Tensor:
+    return L.norm(x, None, weight, epsilon, variance_size)[0]
+
+
+def fused_add_rms_norm(
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float
+) -> tuple[Tensor, Tensor]:
+    out, residual_out = L.norm(x, residual, weight, epsilon)
+    return out, residual_out
+
+
+def static_scaled_fp8_quant(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3) -> Tensor:
+    return L.quant(x, QuantScheme(fp8_dtype, True, "tensor"), scale)[0]
+
+
+def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = _E4M3) -> tuple[Tensor, Tensor]:
+    q, scale = L.quant(x, QuantScheme(fp8_dtype, False, "tensor"))
+    assert scale is not None
+    return q, scale
+
+
+def dynamic_per_token_scaled_fp8_quant(
+    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3
+) -> tuple[Tensor, Tensor]:
+    q, scales = L.quant(x, QuantScheme(fp8_dtype, False, "token"), None, scale_ub)
+    assert scales is not None
+    return q, scales
+
+
+def per_token_group_fp8_quant(
+    x: Tensor,
+    group_size: int,
+    column_major_scales: bool = False,
+    use_ue8m0: bool = False,
+    eps: float = 1e-10,
+    fp8_dtype: torch.dtype = _E4M3,
+) -> tuple[Tensor, Tensor]:
+    if group_size <= 0:
+        raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
+    scheme = QuantScheme(fp8_dtype, False, "group", group_size, column_major_scales, use_ue8m0,
+                         eps)
+    q, scales = L.quant(x, scheme)
+    assert scales is not None
+    return q, scales
+
+
+def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+    return L.quant(x, QuantScheme(torch.int8, True, "tensor"), scale)[0]
+
+
+def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+    q, scales = L.quant(x, QuantScheme(torch.int8, False, "token"))
+    assert scales is not None
+    return q, scales
+
+
+def silu_and_mul(x: Tensor) -> Tensor:
+    return L.silu(x)[0]
+
+
+def rms_norm_quant(
+    x: Tensor,
+    weight: Tensor | None,
+    epsilon: float,
+    scale: Tensor | None,
+    scale_ub: Tensor | None,
+    quant_dtype: torch.dtype,
+    static: bool,
+    granularity: str,
+    group_size: int = 0,
+    column_major_scales: bool = False,
+    use_ue8m0: bool = False,
+    group_eps: float = 1e-10,
+) -> tuple[Tensor, Tensor]:
+    scheme = L.fused_scheme("rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
+                            group_size, column_major_scales, use_ue8m0, group_eps)
+    _check_groups("rms_norm_quant", x, scheme)
+    q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub)
+    return q, scales
+
+
+def fused_add_rms_norm_quant(
+    x: Tensor,
+    residual: Tensor,
+    weight: Tensor | None,
+    epsilon: float,
+    scale: Tensor | None,
+    scale_ub: Tensor | None,
+    quant_dtype: torch.dtype,
+    static: bool,
+    granularity: str,
+    group_size: int = 0,
+    column_major_scales: bool = False,
+    use_ue8m0: bool = False,
+    group_eps: float = 1e-10,
+) -> tuple[Tensor, Tensor, Tensor]:
+    scheme = L.fused_scheme("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static,
+                            granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+    _check_groups("fused_add_rms_norm_quant", x, scheme)
+    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub)
+    return q, residual_out, scales
+
+
+def silu_and_mul_quant(
+    x: Tensor,
+    scale: Tensor | None,
+    scale_ub: Tensor | None,
+    quant_dtype: torch.dtype,
+    static: bool,
+    granularity: str,
+    group_size: int = 0,
+    column_major_scales: bool = False,
+    use_ue8m0: bool = False,
+    group_eps: float = 1e-10,
+) -> tuple[Tensor, Tensor]:
+    scheme = L.fused_scheme("silu_and_mul_quant", scale, scale_ub, quant_dtype, static,
+                            granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+    q, scales = L.silu(x, scheme, scale, scale_ub)
+    return q, scales
+
+
+def _check_groups(op: str, x: Tensor, scheme: QuantScheme) -> None:
+    hidden = x.shape[-1] if x.dim() else 0
+    if scheme.granularity == "group" and hidden % scheme.group_size:
+        raise ValueError(f"{op}: group_size {scheme.group_size} does not divide hidden size "
+                         f"{hidden}")
+
+
+FUNCTIONS = {
+    name: globals()[name]
+    for name in (
+        "rms_norm", "fused_add_rms_norm", "static_scaled_fp8_quant", "dynamic_scaled_fp8_quant",
+        "dynamic_per_token_scaled_fp8_quant", "per_token_group_fp8_quant",
+        "static_scaled_int8_quant", "dynamic_per_token_scaled_int8_quant", "silu_and_mul",
+        "rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant",
+    )
+}

@@ -1,0 +1,186 @@
+"""Launchers: one function per op with exactly the native signature (ops_api.md).
+
+Each builds the KernelSpec of its call, allocates outputs as the native does (shapes,
+dtypes, column-major scale strides) and launches one program per row. Rows are passed
+with their stride, so row-sliced inputs are not copied. Epsilon is a runtime argument by
+default (one compiled kernel for every epsilon); `norm(..., bake_epsilon=True)` bakes it.
+
+Annotations are real (no `from __future__ import annotations`): the torch custom ops
+infer their schemas from the natives, and these functions must match them.
+"""
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl.backends.triton.compile import get_kernels
+from vllm_xdsl.backends.triton.spec import KernelSpec, default_num_warps, next_pow2
+from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.scheme import QuantScheme
+
+_F32 = torch.float32
+
+
+def _rows(t: Tensor) -> Tensor:
+    """A [T, H] view of `t` with unit column stride (copies only if no such view exists)."""
+    if t.dim() == 0:
+        raise ValueError("expected a tensor with a hidden dimension, got a 0-d tensor")
+    if t.stride(-1) != 1:
+        t = t.contiguous()
+    return t.reshape(-1, t.shape[-1])
+
+
+def _spec(op: str, x: Tensor, width: int, **kw) -> KernelSpec:
+    block = next_pow2(width)
+    return KernelSpec(op, x.dtype, block_size=block, num_warps=default_num_warps(block), **kw)
+
+
+def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
+    """Run the spec's kernels over `tokens` rows (the absmax kernel, if any, gets `prologue`)."""
+    if tokens == 0:
+        return
+    kernels = get_kernels(spec)
+    meta = {"BLOCK": spec.block_size, "num_warps": spec.num_warps}
+    for kernel in kernels[:-1]:
+        kernel[(tokens,)](*prologue, **meta)
+    kernels[-1][(tokens,)](*args, **meta)
+
+
+def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
+    if scheme.static or scheme.granularity == "tensor":
+        return torch.empty(1, dtype=_F32, device=device)
+    if scheme.granularity == "token":
+        return torch.empty(tokens, 1, dtype=_F32, device=device)
+    groups = width // scheme.group_size
+    if scheme.column_major_scales:  # shape [T, G], storage [G, T], as the native
+        return torch.empty(groups, tokens, dtype=_F32, device=device).t()
+    return torch.empty(tokens, groups, dtype=_F32, device=device)
+
+
+def _quant_args(scheme: QuantScheme, scales: Tensor | None, scale: Tensor | None,
+                scale_ub: Tensor | None, fused: bool, amax: Tensor | None = None) -> list:
+    """Kernel arguments of the quant epilogue (order of emit_common.quant_params)."""
+    if scheme.static:
+        return [scale, scales] if fused else [scale]
+    if scheme.granularity == "tensor":
+        return [amax, scales]
+    if scheme.granularity == "token":
+        return [scales] if scale_ub is None else [scales, scale_ub]
+    assert scales is not None
+    return [scales, scales.stride(0), scales.stride(1)]
+
+
+def _check_norm_args(x: Tensor, weight: Tensor | None, residual: Tensor | None = None) -> None:
+    h = x.shape[-1] if x.dim() else 0
+    if weight is not None and tuple(weight.shape) != (h,):
+        raise ValueError(f"weight of shape {tuple(weight.shape)} does not match hidden size {h}")
+    if residual is not None and residual.shape != x.shape:
+        raise ValueError(f"residual shape {tuple(residual.shape)} differs from x {tuple(x.shape)}")
+
+
+def norm(x: Tensor, residual: Tensor | None, weight: Tensor | None, epsilon: float,
+         variance_size: int | None = None, scheme: QuantScheme | None = None,
+         scale: Tensor | None = None, scale_ub: Tensor | None = None, *,
+         bake_epsilon: bool = False) -> tuple[Tensor, ...]:
+    """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results."""
+    _check_norm_args(x, weight, residual)
+    x2 = _rows(x)
+    tokens, hidden = x2.shape
+    if variance_size is not None and not 0 < variance_size <= hidden:
+        raise ValueError(f"rms_norm: variance_size {variance_size} not in [1, {hidden}]")
+    op = ("fused_add_rms_norm" if residual is not None else "rms_norm") + (
+        "_quant" if scheme is not None else "")
+    spec = _spec(op, x, hidden, weight_dtype=None if weight is None else weight.dtype,
+                 epsilon=float(epsilon) if bake_epsilon else None, variance_size=variance_size,
+                 scheme=scheme, has_scale_ub=scale_ub is not None)
+    out_dtype = x.dtype if scheme is None else scheme.dtype
+    out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
+    args: list = [x2, x2.stride(0)]
+    res_out = None
+    if residual is not None:
+        r2 = _rows(residual)
+        args += [r2, r2.stride(0)]
+    if weight is not None:
+        args.append(weight.contiguous())
+    args += [out, hidden]
+    if residual is not None:
+        res_out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        args += [res_out, hidden]
+    scales = None
+    if scheme is not None:
+        scales = _alloc_scales(scheme, tokens, hidden, x.device)
+        args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+        if tokens == 0 and scheme.static:
+            scales.copy_(scale.to(_F32).reshape(1))
+    if spec.epsilon is None:
+        args.append(float(epsilon))
+    _launch(spec, tokens, *args, hidden)
+    return tuple(t for t in (out, res_out, scales) if t is not None)
+
+
+def quant(x: Tensor, scheme: QuantScheme, scale: Tensor | None = None,
+          scale_ub: Tensor | None = None, op: str | None = None) -> tuple[Tensor, Tensor | None]:
+    """The unfused quant of `scheme` (as ops.quant_native): (q, scales or None if static)."""
+    if op is None:
+        op = _QUANT_OP[(scheme.is_fp8, scheme.static, scheme.granularity)]
+    x2 = _rows(x)
+    tokens, hidden = x2.shape
+    if scheme.granularity == "group" and hidden % scheme.group_size:
+        raise ValueError(f"{op}: group_size {scheme.group_size} does not divide hidden size "
+                         f"{hidden}")
+    spec = _spec(op, x, hidden, scheme=scheme, has_scale_ub=scale_ub is not None)
+    q = torch.empty(x.shape, dtype=scheme.dtype, device=x.device)
+    scales = None if scheme.static else _alloc_scales(scheme, tokens, hidden, x.device)
+    amax = None
+    prologue: tuple = ()
+    if not scheme.static and scheme.granularity == "tensor":
+        amax = torch.zeros(1, dtype=_F32, device=x.device)
+        prologue = (x2, x2.stride(0), amax, hidden)
+        if tokens == 0:  # the native's scale of an empty tensor: the floor
+            scales.fill_(1.0 / (scheme.qmax * 512.0))
+    args = [x2, x2.stride(0), q, hidden, *_quant_args(scheme, scales, scale, scale_ub, False, amax)]
+    _launch(spec, tokens, *args, hidden, prologue=prologue)
+    return q, scales
+
+
+_QUANT_OP = {
+    (True, True, "tensor"): "static_scaled_fp8_quant",
+    (True, False, "tensor"): "dynamic_scaled_fp8_quant",
+    (True, False, "token"): "dynamic_per_token_scaled_fp8_quant",
+    (True, False, "group"): "per_token_group_fp8_quant",
+    (False, True, "tensor"): "static_scaled_int8_quant",
+    (False, False, "token"): "dynamic_per_token_scaled_int8_quant",
+}
+
+
+def silu(x: Tensor, scheme: QuantScheme | None = None, scale: Tensor | None = None,
+         scale_ub: Tensor | None = None) -> tuple[Tensor, ...]:
+    """The silu_and_mul family: (out,) or (q, scales)."""
+    if x.dim() == 0 or x.shape[-1] % 2:
+        raise ValueError(f"silu_and_mul: last dimension {x.shape[-1] if x.dim() else 0} is not even")
+    x2 = _rows(x)
+    tokens, d = x2.shape[0], x2.shape[1] // 2
+    if scheme is not None and scheme.granularity == "group" and d % scheme.group_size:
+        raise ValueError(f"silu_and_mul_quant: group_size {scheme.group_size} does not divide "
+                         f"{d}")
+    op = "silu_and_mul" if scheme is None else "silu_and_mul_quant"
+    spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None)
+    out_dtype = x.dtype if scheme is None else scheme.dtype
+    out = torch.empty(*x.shape[:-1], d, dtype=out_dtype, device=x.device)
+    args: list = [x2, x2.stride(0), out, d]
+    if scheme is None:
+        _launch(spec, tokens, *args, d)
+        return (out,)
+    scales = _alloc_scales(scheme, tokens, d, x.device)
+    args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+    if tokens == 0 and scheme.static:
+        scales.copy_(scale.to(_F32).reshape(1))
+    _launch(spec, tokens, *args, d)
+    return out, scales
+
+
+def fused_scheme(op: str, scale: Tensor | None, scale_ub: Tensor | None, quant_dtype: torch.dtype,
+                 static: bool, granularity: str, group_size: int, column_major_scales: bool,
+                 use_ue8m0: bool, group_eps: float) -> QuantScheme:
+    """The validated scheme of a fused op's arguments (the native's checks and messages)."""
+    return scheme_of(op, scale, scale_ub, quant_dtype, static, granularity, group_size,
+                     column_major_scales, use_ue8m0, group_eps)

@@ -1,0 +1,184 @@
+"""KernelSpec: everything that decides the source of one generated Triton kernel.
+
+A spec is plain, frozen, hashable data. It is the cache key of compiled kernels, and the
+`triton` provider dialect op's attributes map onto it one to one:
+
+| field           | meaning                                    | IR counterpart                     |
+|-----------------|--------------------------------------------|------------------------------------|
+| `op`            | semantic op name (OPS.md)                  | the op name                        |
+| `dtype`         | activation dtype (x; out of norm/silu ops) | element type of `x`                |
+| `weight_dtype`  | norm weight dtype, None = no weight        | element type of `weight` / absent  |
+| `epsilon`       | baked constant, None = runtime argument    | `epsilon` f64 property / operand   |
+| `variance_size` | columns in the variance, None = all of H   | `variance_size` property           |
+| `scheme`        | QuantScheme of the quant (epilogue), or None| `#vllm.quant<...>` + result type  |
+| `has_scale_ub`  | dynamic per-token fp8 with a scale_ub input| presence of the `scale_ub` operand |
+| `block_size`    | BLOCK: columns one program covers          | backend choice                     |
+| `num_warps`     | warps per program                          | backend choice                     |
+
+The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
+kernel serves every shape whose row fits in `block_size`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from vllm_xdsl.ops.scheme import QuantScheme
+
+NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
+SILU_OPS = ("silu_and_mul", "silu_and_mul_quant")
+# The unfused quant ops, with what their scheme must look like: (dtypes, static, granularity).
+QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
+    "static_scaled_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), True, "tensor"),
+    "dynamic_scaled_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), False, "tensor"),
+    "dynamic_per_token_scaled_fp8_quant": (
+        (torch.float8_e4m3fn, torch.float8_e4m3fnuz),
+        False,
+        "token",
+    ),
+    "per_token_group_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), False, "group"),
+    "static_scaled_int8_quant": ((torch.int8,), True, "tensor"),
+    "dynamic_per_token_scaled_int8_quant": ((torch.int8,), False, "token"),
+}
+FUSED_QUANT_OPS = ("rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant")
+ALL_OPS = (*NORM_OPS, *QUANT_OPS, *SILU_OPS)
+ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def default_num_warps(block_size: int) -> int:
+    """Enough threads to keep a row's loads in flight without spilling registers."""
+    if block_size >= 32768:
+        return 32
+    if block_size >= 8192:
+        return 16
+    if block_size >= 2048:
+        return 8
+    return 4
+
+
+def template_of(op: str) -> str:
+    """The template family of an op: "norm", "quant" or "silu"."""
+    if op in NORM_OPS:
+        return "norm"
+    if op in QUANT_OPS:
+        return "quant"
+    if op in SILU_OPS:
+        return "silu"
+    raise ValueError(f"no Triton template for op {op!r} (known: {', '.join(ALL_OPS)})")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One generated kernel (see the module docstring for the fields)."""
+
+    op: str
+    dtype: torch.dtype
+    weight_dtype: torch.dtype | None = None
+    epsilon: float | None = None
+    variance_size: int | None = None
+    scheme: QuantScheme | None = None
+    has_scale_ub: bool = False
+    block_size: int = 1024
+    num_warps: int = 4
+
+    def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(f"invalid Triton kernel spec for {self.op}: {problem}")
+
+    @property
+    def template(self) -> str:
+        return template_of(self.op)
+
+    @property
+    def has_weight(self) -> bool:
+        return self.weight_dtype is not None
+
+    @property
+    def has_residual(self) -> bool:
+        return self.op.startswith("fused_add_")
+
+    def problem(self) -> str | None:
+        """Why this spec cannot be emitted, or None."""
+        try:
+            family = template_of(self.op)
+        except ValueError as e:
+            return str(e)
+        if self.dtype not in ACT_DTYPES:
+            return f"activation dtype must be f16, bf16 or f32, not {self.dtype}"
+        if self.block_size < 1 or self.block_size & (self.block_size - 1):
+            return f"block_size must be a power of two, not {self.block_size}"
+        if self.num_warps < 1 or self.num_warps & (self.num_warps - 1):
+            return f"num_warps must be a power of two, not {self.num_warps}"
+        if family != "norm" and (self.weight_dtype is not None or self.epsilon is not None):
+            return "weight and epsilon belong to the norm ops"
+        if self.weight_dtype is not None and self.weight_dtype not in ACT_DTYPES:
+            return f"weight dtype must be f16, bf16 or f32, not {self.weight_dtype}"
+        if self.variance_size is not None and (self.op != "rms_norm" or self.variance_size < 1):
+            return "variance_size is a positive size of rms_norm only"
+        if (self.op in QUANT_OPS or self.op in FUSED_QUANT_OPS) != (self.scheme is not None):
+            return "a quant scheme is required by the quant ops and only by them"
+        s = self.scheme
+        if s is not None and self.op in QUANT_OPS:
+            dtypes, static, granularity = QUANT_OPS[self.op]
+            if s.dtype not in dtypes or s.static != static or s.granularity != granularity:
+                return f"scheme {s} is not the scheme of {self.op}"
+        if s is not None and self.op in FUSED_QUANT_OPS and not s.static:
+            if s.granularity == "tensor":
+                return "dynamic per-tensor quant needs a global reduction; it is unfused only"
+        if self.has_scale_ub and (s is None or not s.is_fp8 or s.granularity != "token"):
+            return "scale_ub belongs to dynamic per-token fp8 quant only"
+        if s is not None and s.granularity == "group":
+            g = s.group_size
+            if g & (g - 1) or g > self.block_size:
+                return f"group_size must be a power of two <= block_size, not {g}"
+        return None
+
+    @property
+    def name(self) -> str:
+        """A readable identifier, unique per spec (used for kernel and module names)."""
+        parts = [self.op, _short(self.dtype)]
+        if self.weight_dtype is not None:
+            parts.append("w" + _short(self.weight_dtype))
+        if self.epsilon is not None:
+            parts.append("eps" + repr(self.epsilon).replace(".", "p").replace("-", "m"))
+        if self.variance_size is not None:
+            parts.append(f"var{self.variance_size}")
+        if self.scheme is not None:
+            parts.append(scheme_tag(self.scheme))
+        if self.has_scale_ub:
+            parts.append("ub")
+        parts += [f"b{self.block_size}", f"nw{self.num_warps}"]
+        return "_".join(parts)
+
+
+def scheme_tag(s: QuantScheme) -> str:
+    tag = f"{_short(s.dtype)}_{'static' if s.static else 'dynamic'}_{s.granularity}"
+    if s.granularity == "group":
+        tag += f"{s.group_size}"
+        if s.column_major_scales:
+            tag += "_colmajor"
+        if s.use_ue8m0:
+            tag += "_ue8m0"
+        tag += "_geps" + repr(s.group_eps).replace(".", "p").replace("-", "m")
+    return tag
+
+
+_SHORT = {
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.float32: "f32",
+    torch.float8_e4m3fn: "e4m3fn",
+    torch.float8_e4m3fnuz: "e4m3fnuz",
+    torch.int8: "i8",
+}
+
+
+def _short(dtype: torch.dtype) -> str:
+    return _SHORT.get(dtype, str(dtype).removeprefix("torch."))

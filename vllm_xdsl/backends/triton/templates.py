@@ -1,0 +1,128 @@
+"""The three kernel templates: norm (+add, +quant), quant, silu_and_mul (+quant).
+
+Each template writes the source of one kernel for a KernelSpec, keeping only the code the
+spec needs. Every kernel runs one program per row (a dynamic token count is the grid),
+covers the row with one BLOCK of columns (masked beyond the hidden size), loads each input
+once, upcasts to f32 at once, and takes row strides as arguments (non-contiguous rows).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from vllm_xdsl.backends.triton.emit_common import (
+    TL_DTYPE,
+    KernelText,
+    flt,
+    quant_epilogue,
+    quant_params,
+    round_to,
+)
+from vllm_xdsl.backends.triton.spec import KernelSpec
+
+_PROLOGUE = (
+    "row = tl.program_id(0).to(tl.int64)",
+    "cols = tl.arange(0, BLOCK)",
+)
+
+
+def _load(ptr: str, stride: str, extra: str = "") -> str:
+    return (f"tl.load({ptr} + row * {stride} + {extra}cols, mask=mask, other=0.0)"
+            ".to(tl.float32)")
+
+
+def _store(ptr: str, stride: str, value: str, dtype: torch.dtype) -> str:
+    return f"tl.store({ptr} + row * {stride} + cols, {value}.to({TL_DTYPE[dtype]}), mask=mask)"
+
+
+def norm_kernel(spec: KernelSpec) -> list[KernelText]:
+    """rms_norm / fused_add_rms_norm, optionally followed by a quant epilogue."""
+    k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
+    if spec.has_residual:
+        k.params += ["residual_ptr", "residual_row_stride"]
+    if spec.has_weight:
+        k.params.append("weight_ptr")
+    if spec.scheme is None:
+        k.params += ["out_ptr", "out_row_stride"]
+    else:
+        k.params += ["q_ptr", "q_row_stride"]
+    if spec.has_residual:
+        k.params += ["residual_out_ptr", "residual_out_row_stride"]
+    if spec.scheme is not None:
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+    if spec.epsilon is None:
+        k.params.append("epsilon")
+    k.params += ["H", "BLOCK: tl.constexpr"]
+    eps = "epsilon" if spec.epsilon is None else flt(spec.epsilon)
+
+    k.add(*_PROLOGUE, "mask = cols < H", "x = " + _load("x_ptr", "x_row_stride"))
+    if spec.has_residual:
+        k.add("# s = x + residual in f32; residual_out is s rounded, the norm uses s unrounded",
+              "x = x + " + _load("residual_ptr", "residual_row_stride"),
+              _store("residual_out_ptr", "residual_out_row_stride", round_to("x", spec.dtype),
+                     spec.dtype))
+    if spec.variance_size is None:
+        k.add("var = tl.div_rn(tl.sum(x * x, axis=0), H * 1.0)")
+    else:
+        vs = spec.variance_size
+        k.add(f"# the variance covers the first {vs} columns only",
+              f"var = tl.div_rn(tl.sum(tl.where(cols < {vs}, x * x, 0.0), axis=0), {flt(vs)})")
+    k.add(f"y = x * tl.div_rn(1.0, tl.sqrt_rn(var + {eps}))")
+    final = spec.dtype
+    if spec.weight_dtype is not None:
+        wd = spec.weight_dtype
+        then = "" if wd == spec.dtype else f", then to {spec.dtype}"
+        k.add(f"# y.to(weight.dtype) * weight, rounded to {wd}{then}",
+              "w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)",
+              "y = " + round_to(round_to("y", wd) + " * w", wd))
+        final = None if wd == spec.dtype else spec.dtype
+    if final is not None:
+        k.add("y = " + round_to("y", final))
+    if spec.scheme is None:
+        k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
+    else:
+        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="H")
+    return [k]
+
+
+def quant_kernel(spec: KernelSpec) -> list[KernelText]:
+    """The unfused quant ops; per-tensor dynamic gets an absmax kernel (atomic max) first."""
+    assert spec.scheme is not None
+    kernels = []
+    if not spec.scheme.static and spec.scheme.granularity == "tensor":
+        a = KernelText(f"{spec.op}_absmax_kernel",
+                       ["x_ptr", "x_row_stride", "amax_ptr", "N", "BLOCK: tl.constexpr"])
+        a.add(*_PROLOGUE, "mask = cols < N", "x = " + _load("x_ptr", "x_row_stride"),
+              "# amax_ptr starts at 0; absmax >= 0, so a float atomic max is exact",
+              "tl.atomic_max(amax_ptr, tl.max(tl.abs(x), axis=0))")
+        kernels.append(a)
+    k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])
+    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
+    k.params += ["N", "BLOCK: tl.constexpr"]
+    k.add(*_PROLOGUE, "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
+    quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=False, n="N")
+    kernels.append(k)
+    return kernels
+
+
+def silu_kernel(spec: KernelSpec) -> list[KernelText]:
+    """silu(x[:, :D]) * x[:, D:] with the roundings of the dtype, optionally quantized."""
+    k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
+    k.params += ["out_ptr", "out_row_stride"] if spec.scheme is None else ["q_ptr", "q_row_stride"]
+    if spec.scheme is not None:
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+    k.params += ["D", "BLOCK: tl.constexpr"]
+    k.add(*_PROLOGUE, "mask = cols < D",
+          "a = " + _load("x_ptr", "x_row_stride"),
+          "b = " + _load("x_ptr", "x_row_stride", "D + "),
+          f"# silu(a) and the product are each rounded to {spec.dtype}, as torch computes them",
+          "y = " + round_to("tl.div_rn(a, 1.0 + tl.exp(-a))", spec.dtype),
+          "y = " + round_to("y * b", spec.dtype))
+    if spec.scheme is None:
+        k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
+    else:
+        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="D")
+    return [k]
+
+
+TEMPLATES = {"norm": norm_kernel, "quant": quant_kernel, "silu": silu_kernel}
