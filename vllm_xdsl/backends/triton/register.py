@@ -1,0 +1,98 @@
+"""register(): every Triton launcher as provider "triton" of its semantic op.
+
+Available where Triton is importable. Arguments are accepted on cuda devices (CUDA and
+ROCm builds of torch both say "cuda"; lower-dispatch may say "rocm"), and on the CPU only
+inside Triton's interpreter (TRITON_INTERPRET=1), which is how the CPU tests run them.
+Importing this module never imports Triton (it is an optional extra).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from vllm_xdsl.backends.triton.spec import ACT_DTYPES
+from vllm_xdsl.ops.impl import TensorMeta
+
+PROVIDER = "triton"
+# Rows wider than this would need a looped kernel (one BLOCK covers a whole row).
+MAX_ROW = 65536
+_GPU_DEVICES = ("cuda", "rocm")
+_registered = False
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def available() -> bool | str:
+    """True if Triton kernels can be built here, else why not."""
+    from vllm_xdsl.backends.triton.compile import triton_problem
+
+    return triton_problem() or True
+
+
+def _device_problem(metas: list[TensorMeta]) -> str | None:
+    devices = {m.device for m in metas}
+    if len(devices) > 1:
+        return f"tensors on different devices {sorted(devices)}"
+    (device,) = devices
+    if device in _GPU_DEVICES:
+        return None
+    if device == "cpu":
+        return None if interpreting() else "CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)"
+    return f"tensors on {device!r}; Triton runs on cuda/rocm (or the CPU interpreter)"
+
+
+def _row_problem(m: TensorMeta, what: str, width_of: int = 1) -> str | None:
+    if m.dtype not in ACT_DTYPES:
+        return f"{what} dtype {m.dtype} is not f16, bf16 or f32"
+    if m.ndim == 0 or m.shape[-1] is None:
+        return f"{what} needs a static last dimension"
+    if m.shape[-1] // width_of > MAX_ROW:
+        return f"rows of {m.shape[-1] // width_of} columns exceed the one-block limit {MAX_ROW}"
+    return None
+
+
+def _group_problem(granularity: str, group_size: int) -> str | None:
+    if granularity == "group" and group_size & (group_size - 1):
+        return f"group_size {group_size} is not a power of two"
+    return None
+
+
+def supports_args(op: str, **args: Any) -> bool | str:
+    """Whether the Triton kernel of `op` runs these arguments (tensors as TensorMeta)."""
+    metas = [v for v in args.values() if isinstance(v, TensorMeta)]
+    problem = _device_problem(metas)
+    x = args["x"]
+    problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1)
+    w = args.get("weight")
+    if problem is None and w is not None:
+        if w.dtype not in ACT_DTYPES:
+            problem = f"weight dtype {w.dtype} is not f16, bf16 or f32"
+        elif w.shape != (x.shape[-1],):
+            problem = f"weight shape {w.shape} is not [{x.shape[-1]}]"
+    r = args.get("residual")
+    if problem is None and r is not None and r.dtype not in ACT_DTYPES:
+        problem = f"residual dtype {r.dtype} is not f16, bf16 or f32"
+    if problem is None and op == "per_token_group_fp8_quant":
+        problem = _group_problem("group", args["group_size"])
+    if problem is None and "granularity" in args:
+        problem = _group_problem(args["granularity"], args["group_size"])
+    return problem or True
+
+
+def register() -> None:
+    """Register every launcher as provider "triton" (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    from vllm_xdsl import ops
+    from vllm_xdsl.backends.triton.functions import FUNCTIONS
+
+    for name, fn in FUNCTIONS.items():
+        def check(_op: str = name, **args: Any) -> bool | str:
+            return supports_args(_op, **args)
+
+        ops.ALL_OPS[name].register_impl(PROVIDER, supported=available, supports_args=check)(fn)
+    _registered = True
