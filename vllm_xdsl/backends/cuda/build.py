@@ -1,0 +1,183 @@
+"""Just-in-time build of the CUDA / HIP kernel library (shared by the cuda and rocm backends).
+
+The kernels are compiled on first use, never at pip install, into a user cache directory
+(`VLLM_XDSL_CACHE_DIR`, else `$XDG_CACHE_HOME/vllm_xdsl`, else `~/.cache/vllm_xdsl`). The
+artifact name carries a key over the sources, the compiler's version, the target archs and
+the flags, so a change to any of them rebuilds. Concurrent builders (several processes or
+ranks) serialize on an `fcntl` lock; the compiler writes a temporary file that is renamed
+into place atomically, so a reader never sees a partial library.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+Vendor = Literal["cuda", "rocm"]
+
+CSRC = Path(__file__).parent / "csrc"
+MAIN_SOURCE = "vx_kernels.cu"
+# Sources that make up the library (the host-side numerics check is built separately).
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h")
+
+DEFAULT_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a",)}
+# What this project's CI toolchains build. Debian's hipcc (ROCm 5.2, clang 15) knows gfx940
+# but not gfx942 (MI300X) or gfx950; a gfx940 code object does not load on a gfx942.
+CI_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a", "gfx940")}
+
+_COMPILER = {"cuda": ("nvcc", "VLLM_XDSL_NVCC", "CUDA_HOME"), "rocm": ("hipcc", "VLLM_XDSL_HIPCC", "ROCM_PATH")}
+VERSION_TIMEOUT_S = 60.0
+COMPILE_TIMEOUT_S = float(os.environ.get("VLLM_XDSL_COMPILE_TIMEOUT", "900"))
+
+
+class ToolchainMissing(RuntimeError):
+    """The compiler for a backend is not installed (or not runnable)."""
+
+
+class BuildError(RuntimeError):
+    """The compiler ran but did not produce the library (or timed out)."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("VLLM_XDSL_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "vllm_xdsl"
+
+
+def find_compiler(vendor: Vendor) -> str:
+    """Path of nvcc / hipcc: $VLLM_XDSL_NVCC|HIPCC, then PATH, then $CUDA_HOME|ROCM_PATH/bin."""
+    name, override, home = _COMPILER[vendor]
+    if os.environ.get(override):
+        path = os.environ[override]
+        if shutil.which(path) is None:
+            raise ToolchainMissing(f"{override}={path} is not an executable compiler")
+        return path
+    found = shutil.which(name)
+    if found is None and os.environ.get(home):
+        found = shutil.which(str(Path(os.environ[home]) / "bin" / name))
+    if found is None:
+        raise ToolchainMissing(
+            f"{name} not found (PATH, ${home}/bin); the {vendor} kernels cannot be built"
+        )
+    return found
+
+
+def compiler_env(vendor: Vendor) -> dict[str, str]:
+    env = dict(os.environ)
+    if vendor == "rocm":
+        env["HIP_PLATFORM"] = "amd"  # else hipcc picks nvcc when both are installed
+    return env
+
+
+@functools.cache
+def _version_of(compiler: str, vendor: Vendor) -> str:
+    try:
+        res = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True,
+            timeout=VERSION_TIMEOUT_S, env=compiler_env(vendor), check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ToolchainMissing(f"{compiler} --version failed: {e}") from None
+    if res.returncode != 0:
+        raise ToolchainMissing(f"{compiler} --version exited with {res.returncode}")
+    return res.stdout.strip()
+
+
+def compiler_version(vendor: Vendor) -> str:
+    return _version_of(find_compiler(vendor), vendor)
+
+
+def compile_command(vendor: Vendor, compiler: str, archs: Sequence[str], src: Path, out: Path) -> list[str]:
+    if vendor == "cuda":
+        gencode: list[str] = []
+        for arch in archs:
+            num = arch.removeprefix("sm_")
+            gencode += ["-gencode", f"arch=compute_{num},code=sm_{num}"]
+        return [compiler, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC",
+                "--threads", str(max(1, min(len(archs), os.cpu_count() or 1))),
+                *gencode, "-I", str(src.parent), str(src), "-o", str(out)]
+    offload = [f"--offload-arch={arch}" for arch in archs]
+    return [compiler, "-std=c++17", "-O3", "-shared", "-fPIC", *offload,
+            "-I", str(src.parent), "-x", "hip", str(src), "-o", str(out)]
+
+
+def source_files(sources: Path) -> list[Path]:
+    return sorted(p for p in sources.iterdir() if p.suffix in SOURCE_SUFFIXES)
+
+
+def cache_key(vendor: Vendor, archs: Sequence[str], sources: Path = CSRC) -> str:
+    """Hash of the sources, compiler version, archs and command line."""
+    h = hashlib.sha256()
+    for path in source_files(sources):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(compiler_version(vendor).encode())
+    cmd = compile_command(vendor, "CC", archs, Path("SRC"), Path("OUT"))
+    h.update("\0".join([vendor, *archs, *cmd]).encode())
+    return h.hexdigest()[:20]
+
+
+def _run_compiler(cmd: list[str], vendor: Vendor, log: Path) -> None:
+    """Run one compile (tests replace this to count compiler invocations)."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                             env=compiler_env(vendor), check=False)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{cmd[0]} timed out after {COMPILE_TIMEOUT_S:.0f} s") from None
+    except OSError as e:
+        raise ToolchainMissing(f"cannot run {cmd[0]}: {e}") from None
+    log.write_text(" ".join(cmd) + "\n" + res.stdout + res.stderr)
+    if res.returncode != 0:
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
+        raise BuildError(f"{Path(cmd[0]).name} failed ({first.strip()}); full log: {log}")
+
+
+def build_library(vendor: Vendor, archs: Sequence[str] | None = None, sources: Path = CSRC) -> Path:
+    """The compiled kernel library for `archs`, built now unless the cache already has it."""
+    archs = tuple(archs or DEFAULT_ARCHS[vendor])
+    compiler = find_compiler(vendor)
+    key = cache_key(vendor, archs, sources)
+    root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    out = root / f"vx_{vendor}_{'-'.join(archs)}_{key}.so"
+    if out.exists():
+        return out
+    with open(root / f"{out.name}.lock", "w") as lock:
+        _acquire(lock, out)
+        try:
+            if out.exists():  # another process built it while we waited
+                return out
+            tmp = root / f".{out.name}.{os.getpid()}.tmp"
+            try:
+                cmd = compile_command(vendor, compiler, archs, sources / MAIN_SOURCE, tmp)
+                _run_compiler(cmd, vendor, root / f"{out.name}.log")
+                if not tmp.exists():
+                    raise BuildError(f"{Path(compiler).name} reported success but wrote no {tmp.name}")
+                os.replace(tmp, out)
+            finally:
+                tmp.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out
+
+
+def _acquire(lock, out: Path) -> None:  # noqa: ANN001 - a text file object
+    """Take the build lock, waiting at most one compile timeout (never forever)."""
+    deadline = time.monotonic() + COMPILE_TIMEOUT_S + 60.0
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise BuildError(f"timed out waiting for another build of {out.name}") from None
+            time.sleep(0.1)

@@ -1,0 +1,246 @@
+"""Python launchers of the compiled kernels: tensors in, kernel launch on the current stream.
+
+`Kernels(vendor)` holds one launcher per op, each with exactly the native signature
+(vllm_xdsl/ops/natives.py, fused.py). They check devices first (CPU tensors or a torch
+without that GPU give a one-line DeviceUnavailable naming the op), build the library for
+the device's arch on first use, and write outputs allocated here.
+
+Not `from __future__ import annotations`: the torch custom op schemas are inferred from
+the annotations of these functions.
+"""
+
+import functools
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl.backends.cuda import library as L
+from vllm_xdsl.backends.cuda.build import Vendor
+from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
+
+_F32 = torch.float32
+_GPU = {"cuda": "CUDA", "rocm": "ROCm"}
+
+
+def device_archs(vendor: Vendor, device: torch.device) -> tuple[str, ...]:
+    """The arch to build for: sm_XY of an NVIDIA GPU, gfxNNN of an AMD one."""
+    if vendor == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        return (f"sm_{major}{minor}",)
+    name = torch.cuda.get_device_properties(device).gcnArchName
+    return (name.split(":")[0],)
+
+
+def scheme_code(s: QuantScheme) -> int:
+    if s.static:
+        return L.S_STATIC_FP8 if s.is_fp8 else L.S_STATIC_I8
+    if s.granularity == "token":
+        return L.S_TOKEN_FP8 if s.is_fp8 else L.S_TOKEN_I8
+    return L.S_GROUP_FP8
+
+
+def _ptr(t: Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _rows(x: Tensor) -> Tensor:
+    """x as [T, H] with a unit last stride (a view when possible, else a copy)."""
+    if x.dim() == 0:
+        raise ValueError("expected a tensor with a last (hidden) dimension")
+    x2 = x.reshape(-1, x.shape[-1])
+    return x2 if x2.stride(-1) == 1 or x2.shape[-1] <= 1 else x2.contiguous()
+
+
+def _row_view(t: Tensor) -> Tensor | None:
+    """t as a [T, H] view with a unit last stride, or None (so writes reach t itself)."""
+    try:
+        v = t.view(-1, t.shape[-1])
+    except RuntimeError:
+        return None
+    return v if v.stride(-1) == 1 else None
+
+
+def _f32(t: Tensor | None) -> Tensor | None:
+    # Scale tensors may be bf16 after model.to(bf16); the contract converts them to fp32 first.
+    return None if t is None else t.to(_F32).reshape(1).contiguous()
+
+
+class Kernels:
+    """The launchers of one vendor's library."""
+
+    def __init__(self, vendor: Vendor) -> None:
+        self.vendor = vendor
+
+    def _prepare(self, op: str, *tensors: Tensor | None) -> tuple[L.KernelLibrary, int]:
+        ns = f"vllm_xdsl_{self.vendor}::{op}"
+        for t in tensors:
+            if t is not None and t.device.type != "cuda":
+                raise L.DeviceUnavailable(
+                    f"{ns}: needs {_GPU[self.vendor]} GPU tensors, got a tensor on {t.device}"
+                )
+        is_hip = torch.version.hip is not None
+        if is_hip != (self.vendor == "rocm"):
+            raise L.DeviceUnavailable(f"{ns}: this torch build drives {'ROCm' if is_hip else 'CUDA'} GPUs")
+        device = next(t for t in tensors if t is not None).device
+        lib = _library(self.vendor, device_archs(self.vendor, device))
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        lib.call("vx_use_device", index, op=op)
+        return lib, torch.cuda.current_stream(device).cuda_stream
+
+    @staticmethod
+    def _dtype(x: Tensor, op: str) -> int:
+        code = L.DTYPE_CODES.get(str(x.dtype).removeprefix("torch."))
+        if code is None:
+            raise ValueError(f"{op}: activation dtype {x.dtype} is not f16, bf16 or f32")
+        return code
+
+    # --- norms and activation -----------------------------------------------------------
+
+    def rms_norm(self, x: Tensor, weight: Tensor | None, epsilon: float,
+                 variance_size: int | None = None) -> Tensor:
+        lib, stream = self._prepare("rms_norm", x, weight)
+        x2, H = _rows(x), x.shape[-1]
+        vs = H if variance_size is None else variance_size
+        if not 0 < vs <= H:
+            raise ValueError(f"rms_norm: variance_size {vs} not in [1, {H}]")
+        w = None if weight is None else weight.contiguous()
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        lib.call("vx_rms_norm", out.data_ptr(), x2.data_ptr(), _ptr(w), x2.shape[0], H,
+                 x2.stride(0), vs, epsilon, self._dtype(x, "rms_norm"),
+                 self._dtype(w if w is not None else x, "rms_norm"), stream, op="rms_norm")
+        return out
+
+    def fused_add_rms_norm(self, x: Tensor, residual: Tensor, weight: Tensor | None,
+                           epsilon: float, *, inplace: bool = False) -> tuple[Tensor, Tensor]:
+        op = "fused_add_rms_norm"
+        lib, stream = self._prepare(op, x, residual, weight)
+        if residual.shape != x.shape or residual.dtype != x.dtype:
+            raise ValueError(f"{op}: residual {tuple(residual.shape)} {residual.dtype} does not match x")
+        x2, r2, H = _rows(x), _rows(residual), x.shape[-1]
+        w = None if weight is None else weight.contiguous()
+        xv, rv = (_row_view(x), _row_view(residual)) if inplace else (None, None)
+        if xv is not None and rv is not None:
+            # Each element is read and then written by the same thread: aliasing is safe.
+            out2, ro2 = x2, r2 = xv, rv
+        else:
+            out2 = torch.empty((x2.shape[0], H), dtype=x.dtype, device=x.device)
+            ro2 = torch.empty_like(out2)
+        lib.call("vx_fused_add_rms_norm", out2.data_ptr(), ro2.data_ptr(), x2.data_ptr(),
+                 r2.data_ptr(), _ptr(w), x2.shape[0], H, x2.stride(0), r2.stride(0),
+                 out2.stride(0), ro2.stride(0), epsilon, self._dtype(x, op),
+                 self._dtype(w if w is not None else x, op), stream, op=op)
+        if inplace:
+            if out2 is not x2:  # not writable through a view: copy back
+                x.copy_(out2.view(x.shape))
+                residual.copy_(ro2.view(x.shape))
+            return x, residual
+        return out2.view(x.shape), ro2.view(x.shape)
+
+    def silu_and_mul(self, x: Tensor) -> Tensor:
+        lib, stream = self._prepare("silu_and_mul", x)
+        d = x.shape[-1] // 2
+        if x.shape[-1] != 2 * d:
+            raise ValueError(f"silu_and_mul: last dimension {x.shape[-1]} is not even")
+        x2 = _rows(x)
+        out = torch.empty((*x.shape[:-1], d), dtype=x.dtype, device=x.device)
+        lib.call("vx_silu_and_mul", out.data_ptr(), x2.data_ptr(), x2.shape[0], d, x2.stride(0),
+                 self._dtype(x, "silu_and_mul"), stream, op="silu_and_mul")
+        return out
+
+    # --- quantization -------------------------------------------------------------------
+
+    def quant_args(self, s: QuantScheme, q_rows: int, hidden: int, x: Tensor,
+                   scale: Tensor | None, scale_ub: Tensor | None) -> tuple[list[Any], Tensor]:
+        """The VX_QUANT_ARGS of a scheme, and the scales tensor the op returns."""
+        if s.static:
+            scales = _f32(scale)
+            s_t = s_g = 0
+        elif s.granularity == "token":
+            scales = torch.empty((q_rows, 1), dtype=_F32, device=x.device)
+            s_t, s_g = 1, 0
+        else:
+            g = hidden // s.group_size
+            if s.column_major_scales:
+                scales = torch.empty((g, q_rows), dtype=_F32, device=x.device).t()
+            else:
+                scales = torch.empty((q_rows, g), dtype=_F32, device=x.device)
+            s_t, s_g = scales.stride()
+        ub = _f32(scale_ub)
+        args = [_ptr(scales if s.static else None), _ptr(ub), scheme_code(s),
+                int(s.dtype == torch.float8_e4m3fnuz), s.qmax, s.group_size, s_t, s_g,
+                int(s.use_ue8m0), s.group_eps]
+        # Static: the kernel reads the fp32 copy, which is also the returned scales.
+        return args, scales
+
+    def quant(self, op: str, x: Tensor, s: QuantScheme, scale: Tensor | None,
+              scale_ub: Tensor | None) -> tuple[Tensor, Tensor]:
+        lib, stream = self._prepare(op, x, scale, scale_ub)
+        x2, H = _rows(x), x.shape[-1]
+        if s.granularity == "group" and H % s.group_size:
+            raise ValueError(f"{op}: group_size {s.group_size} does not divide hidden size {H}")
+        q = torch.empty(x.shape, dtype=s.dtype, device=x.device)
+        args, scales = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub)
+        lib.call("vx_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(), x2.shape[0], H,
+                 x2.stride(0), *args, self._dtype(x, op), stream, op=op)
+        return q, scales
+
+    def dynamic_scaled_fp8_quant(self, x: Tensor, fp8_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        op = "dynamic_scaled_fp8_quant"
+        lib, stream = self._prepare(op, x)
+        fmax = fp8_max(fp8_dtype)
+        x2 = _rows(x)
+        q = torch.empty(x.shape, dtype=fp8_dtype, device=x.device)
+        scale = torch.empty(1, dtype=_F32, device=x.device)
+        lib.call("vx_dynamic_scaled_fp8_quant", q.data_ptr(), scale.data_ptr(), x2.data_ptr(),
+                 x2.shape[0], x.shape[-1], x2.stride(0), int(fp8_dtype == torch.float8_e4m3fnuz),
+                 fmax, self._dtype(x, op), stream, op=op)
+        return q, scale
+
+    # --- fused ----------------------------------------------------------------------------
+
+    def fused(self, op: str, x: Tensor, residual: Tensor | None, weight: Tensor | None,
+              epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
+              scheme_args: tuple[Any, ...], *, inplace: bool = False) -> tuple[Tensor, ...]:
+        s = scheme_of(op, scale, scale_ub, *scheme_args)
+        lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub)
+        x2 = _rows(x)
+        H = x.shape[-1] // 2 if op == "silu_and_mul_quant" else x.shape[-1]
+        if op == "silu_and_mul_quant" and x.shape[-1] != 2 * H:
+            raise ValueError(f"{op}: last dimension {x.shape[-1]} is not even")
+        if s.granularity == "group" and H % s.group_size:
+            raise ValueError(f"{op}: group_size {s.group_size} does not divide hidden size {H}")
+        if weight is not None and weight.dtype != x.dtype:
+            raise ValueError(f"{op}: weight dtype {weight.dtype} differs from x dtype {x.dtype}")
+        q = torch.empty((*x.shape[:-1], H), dtype=s.dtype, device=x.device)
+        qargs, scales = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub)
+        dt = self._dtype(x, op)
+        w = None if weight is None else weight.contiguous()
+        if op == "silu_and_mul_quant":
+            lib.call("vx_silu_and_mul_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(),
+                     x2.shape[0], H, x2.stride(0), *qargs, dt, stream, op=op)
+            return q, scales
+        if op == "rms_norm_quant":
+            lib.call("vx_rms_norm_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(), _ptr(w),
+                     x2.shape[0], H, x2.stride(0), epsilon, *qargs, dt, stream, op=op)
+            return q, scales
+        assert residual is not None
+        if residual.shape != x.shape or residual.dtype != x.dtype:
+            raise ValueError(f"{op}: residual {tuple(residual.shape)} {residual.dtype} does not match x")
+        r2 = _rows(residual)
+        # residual_out is written contiguously ([T, H]); in place only if residual is that.
+        write_through = inplace and residual.is_contiguous()
+        ro = residual if write_through else torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        lib.call("vx_fused_add_rms_norm_quant", q.data_ptr(), ro.data_ptr(), scales.data_ptr(),
+                 x2.data_ptr(), r2.data_ptr(), _ptr(w), x2.shape[0], H, x2.stride(0), r2.stride(0),
+                 epsilon, *qargs, dt, stream, op=op)
+        if inplace and not write_through:
+            residual.copy_(ro)
+            ro = residual
+        return q, ro, scales
+
+
+@functools.cache
+def _library(vendor: Vendor, archs: tuple[str, ...]) -> L.KernelLibrary:
+    return L.load_library(vendor, archs)

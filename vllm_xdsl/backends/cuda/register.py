@@ -1,0 +1,94 @@
+"""register(): the compiled kernels as provider "cuda" (and, through rocm/register.py, "rocm").
+
+Supported only where torch drives that vendor's GPU and the compiler (nvcc / hipcc) is
+installed; otherwise the reason says which is missing. Argument checks see TensorMeta only
+(eager and lower-dispatch alike). fused_add_rms_norm and fused_add_rms_norm_quant are
+registered in place (inplace=True): the dispatcher clones the donated inputs unless the
+caller (the lowering's proof, or maybe_inplace) gives them up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from vllm_xdsl.backends.cuda.build import ToolchainMissing, Vendor, find_compiler
+from vllm_xdsl.ops.impl import TensorMeta
+
+ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
+           "fused_add_rms_norm_quant": "fused_add_rms_norm_quant_inplace"}
+# Devices a TensorMeta may name: eager says "cuda" for both vendors; lower-dispatch says the target.
+DEVICES: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "rocm": ("cuda", "rocm")}
+_MAX_GROUPS = 48 * 1024 // 4  # per-group scales live in shared memory
+_registered: set[str] = set()
+
+
+def available(vendor: Vendor) -> bool | str:
+    """True if this machine can run vendor's kernels, else why not."""
+    is_hip = torch.version.hip is not None
+    if (vendor == "rocm") != is_hip or (vendor == "cuda" and torch.version.cuda is None):
+        return f"this torch build has no {vendor.upper()} support"
+    if not torch.cuda.is_available():
+        return f"no {vendor.upper()} GPU visible to torch"
+    try:
+        find_compiler(vendor)
+    except ToolchainMissing as e:
+        return str(e)
+    return True
+
+
+def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
+    """Whether vendor's kernel of `op` runs these arguments (tensors as TensorMeta)."""
+    metas = {k: v for k, v in args.items() if isinstance(v, TensorMeta)}
+    devices = {m.device for m in metas.values()}
+    if not devices <= set(DEVICES[vendor]) or len(devices) > 1:
+        return f"tensors on {sorted(devices)}; the {vendor} kernels need one {vendor} device"
+    x = args["x"]
+    if x.dtype not in ACT_DTYPES:
+        return f"x dtype {x.dtype} is not f16, bf16 or f32"
+    if x.ndim == 0:
+        return "x needs a last (hidden) dimension"
+    H = x.shape[-1]
+    if op.startswith("silu") and H is not None:
+        if H % 2:
+            return f"last dimension {H} is not even"
+        H //= 2
+    w = args.get("weight")
+    if w is not None:
+        # A float32 (Gemma-style) weight only for the unfused norms (fused ops: guard).
+        allowed = (x.dtype, torch.float32) if op in ("rms_norm", "fused_add_rms_norm") else (x.dtype,)
+        if w.dtype not in allowed:
+            return f"weight dtype {w.dtype} with x dtype {x.dtype} is not supported"
+        if w.shape != (H,) and None not in w.shape and H is not None:
+            return f"weight shape {w.shape} is not [{H}]"
+    r = args.get("residual")
+    if r is not None and r.dtype != x.dtype:
+        return f"residual dtype {r.dtype} differs from x dtype {x.dtype}"
+    group_size = args.get("group_size", 0)
+    if (op == "per_token_group_fp8_quant" or args.get("granularity") == "group") and H is not None:
+        if group_size <= 0 or H % group_size:
+            return f"group_size {group_size} does not divide hidden size {H}"
+        if H // group_size > _MAX_GROUPS:
+            return f"{H // group_size} groups per row exceed {_MAX_GROUPS}"
+    return True
+
+
+def register(vendor: Vendor = "cuda") -> None:
+    """Register every launcher as provider `vendor` (idempotent)."""
+    if vendor in _registered:
+        return
+    from vllm_xdsl import ops
+    from vllm_xdsl.backends.cuda.torch_ops import launchers
+
+    fns = launchers(vendor)
+    for name, op in ops.ALL_OPS.items():
+        inplace = name in INPLACE
+
+        def check(_op: str = name, **args: Any) -> bool | str:
+            return supports_args(vendor, _op, **args)
+
+        op.register_impl(vendor, supported=lambda: available(vendor), supports_args=check,
+                         inplace=inplace)(getattr(fns, INPLACE.get(name, name)))
+    _registered.add(vendor)

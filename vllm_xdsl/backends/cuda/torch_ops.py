@@ -1,0 +1,203 @@
+"""The kernels as torch custom ops, `torch.ops.vllm_xdsl_<vendor>.<op>` (vendor cuda or rocm).
+
+Each op has the native signature; its fake is the native contract (shape-, dtype- and
+stride-exact, runs on fake tensors), so export and torch.compile trace through it without
+a GPU. `fused_add_rms_norm_` and `fused_add_rms_norm_quant_` are the in-place variants: they
+mutate `x`/`residual` (resp. `residual`) and return nothing, as mutating custom ops must.
+
+`launchers(vendor)` returns plain functions with exactly the native signatures that call
+these ops; the in-place ones return the overwritten inputs as the op's outputs.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl.backends.cuda.build import Vendor
+from vllm_xdsl.backends.cuda.kernels import Kernels
+from vllm_xdsl.ops import fused as F
+from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.scheme import QuantScheme
+
+
+def _unfused_scheme(dtype: torch.dtype, static: bool, granularity: str, **kw: object) -> QuantScheme:
+    return QuantScheme(dtype, static, granularity, **kw)  # type: ignore[arg-type]
+
+
+@functools.cache
+def define(vendor: Vendor) -> SimpleNamespace:
+    """Register vendor's custom ops (once) and return them by op name."""
+    k = Kernels(vendor)
+    ns = f"vllm_xdsl_{vendor}"
+    ops: dict[str, object] = {}
+
+    def op(fake):  # noqa: ANN001, ANN202 - decorator factory
+        def wrap(fn):  # noqa: ANN001, ANN202
+            custom = torch.library.custom_op(f"{ns}::{fn.__name__}", fn, mutates_args=())
+            custom.register_fake(fake)
+            ops[fn.__name__] = custom
+            return custom
+        return wrap
+
+    @op(N.rms_norm)
+    def rms_norm(x: Tensor, weight: Tensor | None, epsilon: float,
+                 variance_size: int | None = None) -> Tensor:
+        return k.rms_norm(x, weight, epsilon, variance_size)
+
+    @op(N.fused_add_rms_norm)
+    def fused_add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor | None,
+                           epsilon: float) -> tuple[Tensor, Tensor]:
+        return k.fused_add_rms_norm(x, residual, weight, epsilon)
+
+    @op(N.static_scaled_fp8_quant)
+    def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
+                                fp8_dtype: torch.dtype = torch.float8_e4m3fn) -> Tensor:
+        return k.quant("static_scaled_fp8_quant", x, _unfused_scheme(fp8_dtype, True, "tensor"),
+                       scale, None)[0]
+
+    @op(N.dynamic_scaled_fp8_quant)
+    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                 ) -> tuple[Tensor, Tensor]:
+        return k.dynamic_scaled_fp8_quant(x, fp8_dtype)
+
+    @op(N.dynamic_per_token_scaled_fp8_quant)
+    def dynamic_per_token_scaled_fp8_quant(x: Tensor, scale_ub: Tensor | None = None,
+                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                           ) -> tuple[Tensor, Tensor]:
+        return k.quant("dynamic_per_token_scaled_fp8_quant", x,
+                       _unfused_scheme(fp8_dtype, False, "token"), None, scale_ub)
+
+    @op(N.per_token_group_fp8_quant)
+    def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
+                                  use_ue8m0: bool = False, eps: float = 1e-10,
+                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                  ) -> tuple[Tensor, Tensor]:
+        s = _unfused_scheme(fp8_dtype, False, "group", group_size=group_size,
+                            column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
+                            group_eps=eps)
+        return k.quant("per_token_group_fp8_quant", x, s, None, None)
+
+    @op(N.static_scaled_int8_quant)
+    def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+        return k.quant("static_scaled_int8_quant", x, _unfused_scheme(torch.int8, True, "tensor"),
+                       scale, None)[0]
+
+    @op(N.dynamic_per_token_scaled_int8_quant)
+    def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+        return k.quant("dynamic_per_token_scaled_int8_quant", x,
+                       _unfused_scheme(torch.int8, False, "token"), None, None)
+
+    @op(N.silu_and_mul)
+    def silu_and_mul(x: Tensor) -> Tensor:
+        return k.silu_and_mul(x)
+
+    @op(F.rms_norm_quant)
+    def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
+                       scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool,
+                       granularity: str, group_size: int = 0, column_major_scales: bool = False,
+                       use_ue8m0: bool = False, group_eps: float = 1e-10) -> tuple[Tensor, Tensor]:
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+        return k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args)  # type: ignore[return-value]
+
+    @op(F.fused_add_rms_norm_quant)
+    def fused_add_rms_norm_quant(x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float,
+                                 scale: Tensor | None, scale_ub: Tensor | None,
+                                 quant_dtype: torch.dtype, static: bool, granularity: str,
+                                 group_size: int = 0, column_major_scales: bool = False,
+                                 use_ue8m0: bool = False, group_eps: float = 1e-10
+                                 ) -> tuple[Tensor, Tensor, Tensor]:
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+        return k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale, scale_ub,
+                       args)  # type: ignore[return-value]
+
+    @op(F.silu_and_mul_quant)
+    def silu_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
+                           quant_dtype: torch.dtype, static: bool, granularity: str,
+                           group_size: int = 0, column_major_scales: bool = False,
+                           use_ue8m0: bool = False, group_eps: float = 1e-10
+                           ) -> tuple[Tensor, Tensor]:
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+        return k.fused("silu_and_mul_quant", x, None, None, 0.0, scale, scale_ub, args)  # type: ignore[return-value]
+
+    # In-place variants: mutate the donated inputs, return nothing.
+    @torch.library.custom_op(f"{ns}::fused_add_rms_norm_", mutates_args=("x", "residual"))
+    def fused_add_rms_norm_(x: Tensor, residual: Tensor, weight: Tensor | None,
+                            epsilon: float) -> None:
+        k.fused_add_rms_norm(x, residual, weight, epsilon, inplace=True)
+
+    @fused_add_rms_norm_.register_fake
+    def _(x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float) -> None:
+        return None
+
+    @torch.library.custom_op(f"{ns}::fused_add_rms_norm_quant_", mutates_args=("residual",))
+    def fused_add_rms_norm_quant_(x: Tensor, residual: Tensor, weight: Tensor | None,
+                                  epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
+                                  quant_dtype: torch.dtype, static: bool, granularity: str,
+                                  group_size: int = 0, column_major_scales: bool = False,
+                                  use_ue8m0: bool = False, group_eps: float = 1e-10
+                                  ) -> tuple[Tensor, Tensor]:
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+        q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
+                               scale_ub, args, inplace=True)
+        return q, scales
+
+    @fused_add_rms_norm_quant_.register_fake
+    def _(x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,  # noqa: ANN001, ANN202
+          group_size=0, column_major_scales=False, use_ue8m0=False, group_eps=1e-10):
+        q, _, scales = F.fused_add_rms_norm_quant(
+            x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
+            group_size, column_major_scales, use_ue8m0, group_eps)
+        return q, scales
+
+    ops["fused_add_rms_norm_"] = fused_add_rms_norm_
+    ops["fused_add_rms_norm_quant_"] = fused_add_rms_norm_quant_
+    return SimpleNamespace(**ops)
+
+
+def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..., Any]:
+    native = getattr(N, name, None) or getattr(F, name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return custom(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__signature__ = inspect.signature(native)  # type: ignore[attr-defined]
+    return call
+
+
+@functools.cache
+def launchers(vendor: Vendor) -> SimpleNamespace:
+    """Functions with the native signatures calling the ops (what the registry holds)."""
+    t = define(vendor)
+    fns = {name: _with_native_signature(getattr(t, name), name) for name in vars(t)
+           if not name.endswith("_")}
+
+    def fused_add_rms_norm_inplace(x: Tensor, residual: Tensor, weight: Tensor | None,
+                                   epsilon: float) -> tuple[Tensor, Tensor]:
+        """Writes out into x and residual_out into residual; returns them."""
+        t.fused_add_rms_norm_(x, residual, weight, epsilon)
+        return x, residual
+
+    def fused_add_rms_norm_quant_inplace(
+        x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
+        scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
+        group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
+        group_eps: float = 1e-10,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Writes residual_out into residual; returns (q, residual, scales)."""
+        scheme_of("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
+                  group_size, column_major_scales, use_ue8m0, group_eps)
+        q, scales = t.fused_add_rms_norm_quant_(
+            x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
+            group_size, column_major_scales, use_ue8m0, group_eps)
+        return q, residual, scales
+
+    fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace
+    fns["fused_add_rms_norm_quant_inplace"] = fused_add_rms_norm_quant_inplace
+    return SimpleNamespace(**fns)
