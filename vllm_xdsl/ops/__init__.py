@@ -10,9 +10,12 @@
 
 from vllm_xdsl.ops import fused as _fused
 from vllm_xdsl.ops import natives as _n
+from vllm_xdsl.ops import registry
+from vllm_xdsl.ops.dispatch import Decision, DispatchReport, meta_args, select
 from vllm_xdsl.ops.fused import quant_native, scheme_of
 from vllm_xdsl.ops.impl import Impl, RegistrationError, TensorMeta
 from vllm_xdsl.ops.op import SemanticOp
+from vllm_xdsl.ops.policy import DispatchError, parse_priority, priority, set_priority
 from vllm_xdsl.ops.scheme import QuantScheme
 
 rms_norm = SemanticOp("rms_norm", _n.rms_norm, ("out",), inplace_outputs={"out": "x"})
@@ -63,6 +66,15 @@ ALL_OPS: dict[str, SemanticOp] = {name: globals()[name] for name in UNFUSED + FU
 
 __all__ = [
     "ALL_OPS",
+    "Decision",
+    "DispatchError",
+    "DispatchReport",
+    "meta_args",
+    "parse_priority",
+    "priority",
+    "registry",
+    "select",
+    "set_priority",
     "FUSED",
     "UNFUSED",
     "Impl",

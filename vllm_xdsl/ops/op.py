@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch.compiler import is_compiling
 
+from vllm_xdsl.ops import eager
 from vllm_xdsl.ops.impl import Impl, RegistrationError, check_impl_signature
 
 
@@ -47,6 +48,12 @@ class SemanticOp:
         # Eager decision cache: (policy, argument metadata) -> callable. Cleared on registration.
         self._cache: dict[Any, Callable[..., Any]] = {}
         self._inplace_cache: dict[Any, Callable[..., Any]] = {}
+        self.__class__ = type(
+            f"SemanticOp_{name}",
+            (SemanticOp,),
+            {"__call__": eager.make_call(self, False),
+             "maybe_inplace": eager.make_call(self, True)},
+        )
 
     def __repr__(self) -> str:
         return f"<SemanticOp vllm_xdsl::{self.name}{self.signature}>"
@@ -90,6 +97,13 @@ class SemanticOp:
 
         return decorate
 
+    def unregister_impl(self, provider: str) -> None:
+        """Remove a provider's impl (for tests and plugin reloads); KeyError if absent."""
+        from vllm_xdsl.ops import registry
+
+        del self._impls[provider]
+        registry.changed()
+
     def impls(self) -> dict[str, Impl]:
         """Registered implementations by provider (out-of-tree providers loaded), native last."""
         from vllm_xdsl.ops import registry
@@ -103,18 +117,22 @@ class SemanticOp:
 
     # --- calling ----------------------------------------------------------------------
 
+    # Each instance gets a generated subclass whose `__call__` and `maybe_inplace` have the
+    # native's exact signature and a spelled-out cache key (see eager.make_call): a generic
+    # *args version costs ~3x more. These generic versions document the behaviour.
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if is_compiling():
-            return self.torch_op(*args, **kwargs)
-        from vllm_xdsl.ops import eager
-
-        return eager.dispatch(self, False, args, kwargs)
+            return self.torch_op(*args, **kwargs)  # one node in the traced graph
+        return eager.decide(self, False, args, kwargs, None)(*args, **kwargs)
 
     def maybe_inplace(self, *args: Any, **kwargs: Any) -> Any:
         """Like calling the op, but the caller donates the inputs named in `inplace_outputs`:
         an in-place implementation may overwrite them (use only the returned values)."""
         if is_compiling():
             return self.torch_op(*args, **kwargs)
-        from vllm_xdsl.ops import eager
+        return eager.decide(self, True, args, kwargs, None)(*args, **kwargs)
 
-        return eager.dispatch(self, True, args, kwargs)
+    def explain(self, *args: Any, **kwargs: Any) -> Any:
+        """The eager dispatch Decision for these arguments (runs nothing)."""
+        return eager.explain(self, args, kwargs)

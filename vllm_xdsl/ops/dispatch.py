@@ -1,0 +1,136 @@
+"""`select`: choose the implementation of one op call; `DispatchReport`: why, per node.
+
+`select` sees arguments as metadata (tensors replaced by `TensorMeta`), so eager dispatch
+(real tensors) and lower-dispatch (IR types) make the same choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from vllm_xdsl.ops import registry
+from vllm_xdsl.ops.impl import Impl, TensorMeta
+from vllm_xdsl.ops.policy import AUTO, DispatchError, Priority, resolve
+
+if TYPE_CHECKING:
+    from vllm_xdsl.ops.op import SemanticOp
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The chosen impl of one op, and each earlier candidate with the reason it was skipped."""
+
+    op: str
+    provider: str
+    impl: Impl
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _op(op: SemanticOp | str) -> SemanticOp:
+    if not isinstance(op, str):
+        return op
+    from vllm_xdsl.ops import ALL_OPS
+
+    try:
+        return ALL_OPS[op]
+    except KeyError:
+        raise DispatchError(f"unknown op {op!r}") from None
+
+
+def meta_args(
+    op: SemanticOp | str, args: Sequence[Any] | Mapping[str, Any], kwargs: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Bind arguments to the op's parameters (defaults applied), tensors as TensorMeta."""
+    op = _op(op)
+    if isinstance(args, Mapping):
+        kwargs, args = {**args, **(kwargs or {})}, ()
+    try:
+        bound = op.signature.bind(*args, **(kwargs or {}))
+    except TypeError as e:
+        raise DispatchError(f"{op.name}: bad arguments: {e}") from None
+    bound.apply_defaults()
+    return {
+        k: TensorMeta.from_tensor(v) if isinstance(v, torch.Tensor) else v
+        for k, v in bound.arguments.items()
+    }
+
+
+def select(
+    op: SemanticOp | str,
+    args_meta: Sequence[Any] | Mapping[str, Any],
+    priority: str | Priority | None = None,
+    target: str = "cuda",
+) -> Decision:
+    """Choose the impl of `op` for these arguments under the policy (see policy.py).
+
+    `args_meta`: the op's arguments by name (or positionally), tensors as TensorMeta.
+    Raises DispatchError for an unknown provider, `auto`, or a forced impl that cannot run.
+    """
+    op = _op(op)
+    meta = meta_args(op, args_meta)
+    choices, source = resolve(op.name, priority, target)
+    if any(c.provider == AUTO for c in choices):
+        raise DispatchError(
+            f"{op.name}: priority 'auto' (autotuning) is not implemented yet ({source})"
+        )
+    if any(c.provider != "native" for c in choices):
+        registry.ensure_loaded()
+    rejected: list[tuple[str, str]] = []
+    for c in choices:
+        if c.provider == "native":
+            return Decision(op.name, "native", op.native_impl, rejected)
+        impl = op._impls.get(c.provider)
+        if impl is None:
+            if not registry.is_known_provider(c.provider):
+                known = ", ".join(sorted(registry.registered_providers() |
+                                         set(registry.BUILTIN_PROVIDERS)))
+                raise DispatchError(
+                    f"{op.name}: unknown provider {c.provider!r} in priority ({source}); "
+                    f"known providers: {known}"
+                )
+            reason = f"no {c.provider} implementation of {op.name}"
+        else:
+            reason = impl.unavailable() or impl.rejects(meta)
+            if reason is None:
+                return Decision(op.name, c.provider, impl, rejected)
+        if c.forced:
+            raise DispatchError(
+                f"{op.name}: implementation {op.name}:{c.provider} is forced by priority "
+                f"({source}) but cannot run: {reason}"
+            )
+        rejected.append((c.provider, reason))
+    raise AssertionError("unreachable: native closes every priority list")
+
+
+@dataclass
+class ReportEntry:
+    node: str
+    decision: Decision
+
+
+@dataclass
+class DispatchReport:
+    """Per-node dispatch decisions of one lowering (or of eager calls), printable."""
+
+    entries: list[ReportEntry] = field(default_factory=list)
+
+    def add(self, node: str, decision: Decision) -> None:
+        self.entries.append(ReportEntry(node, decision))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def format(self) -> str:
+        lines = [f"dispatch report: {len(self.entries)} node(s)"]
+        for e in self.entries:
+            d = e.decision
+            lines.append(f"{e.node}: {d.op} -> {d.provider}")
+            lines.extend(f"    rejected {p}: {why}" for p, why in d.rejected)
+        return "\n".join(lines)
