@@ -1,0 +1,171 @@
+"""Eager dispatch: same policy as select, cached decisions, in-place safety."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vllm_xdsl import ops
+from vllm_xdsl.ops import DispatchError
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch):
+    monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
+    added: list[tuple[ops.SemanticOp, str]] = []
+
+    def register(op, provider, fn, **kw):
+        op.register_impl(provider, **kw)(fn)
+        added.append((op, provider))
+
+    yield register
+    for op, provider in added:
+        op.unregister_impl(provider)
+    ops.set_priority(None)
+
+
+def xw(tokens=3, hidden=64, dtype=torch.bfloat16):
+    g = torch.Generator().manual_seed(tokens)
+    return (torch.randn(tokens, hidden, generator=g).to(dtype),
+            torch.randn(hidden, generator=g).to(dtype))
+
+
+def counting_rms(calls):
+    def rms_norm(x, weight, epsilon, variance_size=None):
+        calls.append(x.shape)
+        return ops.rms_norm.native(x, weight, epsilon, variance_size)
+    return rms_norm
+
+
+def test_cpu_default_is_native_and_equal(clean):
+    calls = []
+    clean(ops.rms_norm, "t_e", counting_rms(calls))
+    x, w = xw()
+    out = ops.rms_norm(x, w, 1e-6)
+    assert calls == []  # cpu default priority: native only
+    assert torch.equal(out, ops.rms_norm.native(x, w, 1e-6))
+    assert ops.rms_norm.explain(x, w, 1e-6).provider == "native"
+
+
+def test_priority_sources_select_impl(clean, monkeypatch):
+    calls = []
+    clean(ops.rms_norm, "t_e", counting_rms(calls))
+    x, w = xw()
+    with ops.priority("rms_norm=t_e"):
+        assert torch.equal(ops.rms_norm(x, w, 1e-6), ops.rms_norm.native(x, w, 1e-6))
+    assert len(calls) == 1
+    ops.rms_norm(x, w, 1e-6)
+    assert len(calls) == 1  # the context ended: native again
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "t_e")
+    ops.rms_norm(x, w, 1e-6)
+    assert len(calls) == 2  # env var seen without any reload call
+    ops.set_priority("rms_norm=native")  # explicit beats env
+    ops.rms_norm(x, w, 1e-6)
+    assert len(calls) == 2
+    ops.set_priority(None)
+    monkeypatch.delenv("VLLM_XDSL_PRIORITY")
+    ops.rms_norm(x, w, 1e-6)
+    assert len(calls) == 2
+
+
+def test_decision_cached_per_metadata(clean):
+    checks = []
+
+    def supports(x, weight, epsilon, variance_size):
+        checks.append((x.shape, weight is None))
+        return True
+
+    calls = []
+    clean(ops.rms_norm, "t_c", counting_rms(calls), supports_args=supports)
+    ops.set_priority("t_c")
+    x, w = xw()
+    for _ in range(3):
+        ops.rms_norm(x, w, 1e-6)
+    ops.rms_norm(x=x, weight=w, epsilon=1e-6)  # keywords: same key
+    assert checks == [((3, 64), False)] and len(calls) == 4
+    ops.rms_norm(*xw(tokens=5), 1e-6)  # new shape: decided again
+    ops.rms_norm(x, None, 1e-6)  # weight absent: decided again
+    ops.rms_norm(x, w, torch.tensor(1e-6, dtype=torch.float64))  # runtime scalar epsilon
+    ops.rms_norm(x, w, torch.tensor(1e-6, dtype=torch.float64))  # ...keyed by metadata
+    assert checks[1:] == [((5, 64), False), ((3, 64), True), ((3, 64), False)]
+    # A new registration drops cached decisions.
+    clean(ops.silu_and_mul, "t_other", lambda x: x)
+    ops.rms_norm(x, w, 1e-6)
+    assert len(checks) == 5
+
+
+def test_eager_rejection_falls_back(clean):
+    calls = []
+    clean(ops.rms_norm, "t_r", counting_rms(calls),
+          supports_args=lambda x, **_: x.dtype == torch.float16 or "f16 only")
+    ops.set_priority("t_r")
+    ops.rms_norm(*xw(dtype=torch.bfloat16), 1e-6)
+    assert calls == []
+    ops.rms_norm(*xw(dtype=torch.float16), 1e-6)
+    assert len(calls) == 1
+    d = ops.rms_norm.explain(*xw(dtype=torch.bfloat16), 1e-6)
+    assert d.rejected == [("t_r", "f16 only")]
+
+
+def test_eager_errors(clean):
+    clean(ops.rms_norm, "t_off", counting_rms([]), supported="no device")
+    x, w = xw()
+    with ops.priority("rms_norm=t_off!"), pytest.raises(DispatchError, match="t_off.*no device"):
+        ops.rms_norm(x, w, 1e-6)
+    with ops.priority("rms_norm=nosuch"), pytest.raises(DispatchError, match="'nosuch'"):
+        ops.rms_norm(x, w, 1e-6)
+    with pytest.raises(DispatchError, match="bad priority"):
+        ops.set_priority("rms_norm=")
+    with pytest.raises(TypeError):
+        ops.rms_norm(x)
+
+
+def inplace_fused_add(calls):
+    def fused_add_rms_norm(x, residual, weight, epsilon):
+        out, res = ops.fused_add_rms_norm.native(x, residual, weight, epsilon)
+        x.copy_(out)  # an in-place kernel: results written over the inputs
+        residual.copy_(res)
+        calls.append(1)
+        return x, residual
+    return fused_add_rms_norm
+
+
+def test_inplace_impl_never_modifies_caller_inputs(clean):
+    calls = []
+    clean(ops.fused_add_rms_norm, "t_ip", inplace_fused_add(calls), inplace=True)
+    ops.set_priority("t_ip")
+    x, w = xw()
+    r = torch.randn_like(x)
+    x0, r0 = x.clone(), r.clone()
+    want = ops.fused_add_rms_norm.native(x, r, w, 1e-6)
+    for got in (ops.fused_add_rms_norm(x, r, w, 1e-6),
+                ops.fused_add_rms_norm(x, residual=r, weight=w, epsilon=1e-6),
+                ops.fused_add_rms_norm(x=x, residual=r, weight=w, epsilon=1e-6)):
+        assert torch.equal(x, x0) and torch.equal(r, r0)
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    assert len(calls) == 3
+    # Donated: the impl may overwrite them; the returned values are right.
+    out, res = ops.fused_add_rms_norm.maybe_inplace(x, r, w, 1e-6)
+    assert len(calls) == 4 and out is x and res is r
+    assert torch.equal(out, want[0]) and torch.equal(res, want[1])
+
+
+def test_maybe_inplace_with_out_of_place_impl():
+    x, w = xw()
+    r = torch.randn_like(x)
+    x0 = x.clone()
+    out, res = ops.fused_add_rms_norm.maybe_inplace(x, r, w, 1e-6)
+    assert torch.equal(x, x0)
+    assert torch.equal(out, ops.fused_add_rms_norm.native(x, r, w, 1e-6)[0])
+
+
+def test_all_ops_dispatch_eagerly_to_native():
+    x, w = xw(hidden=128)
+    sc = torch.tensor([0.05])
+    assert torch.equal(ops.silu_and_mul(x), ops.silu_and_mul.native(x))
+    q, s = ops.per_token_group_fp8_quant(x, 64, column_major_scales=True)
+    eq, es = ops.per_token_group_fp8_quant.native(x, 64, True)
+    assert torch.equal(q.float(), eq.float()) and s.stride() == es.stride()
+    q, s = ops.rms_norm_quant(x, w, 1e-6, sc, None, torch.int8, True, "tensor")
+    assert torch.equal(q, ops.rms_norm_quant.native(x, w, 1e-6, sc, None, torch.int8, True,
+                                                    "tensor")[0])
