@@ -94,7 +94,7 @@ def select(
                 )
             reason = f"no {c.provider} implementation of {op.name}"
         else:
-            reason = impl.unavailable() or impl.rejects(meta)
+            reason = impl.unavailable(target) or impl.rejects(meta)
             if reason is None:
                 return Decision(op.name, c.provider, impl, rejected)
         if c.forced:

@@ -75,6 +75,13 @@ def _reason(result: Any, what: str) -> str | None:
     return None if result else what
 
 
+def _takes_target(fn: Callable[..., Any]) -> bool:
+    try:
+        return "target" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class Impl:
     """One provider's implementation of one op, with its availability and argument checks."""
 
@@ -95,7 +102,7 @@ class Impl:
         self.supported = supported
         self.supports_args = supports_args
         self.inplace = inplace
-        self._available: tuple[str | None] | None = None
+        self._available: dict[str | None, str | None] = {}
 
     def __repr__(self) -> str:
         return f"<Impl {self.op}:{self.provider}{' (inplace)' if self.inplace else ''}>"
@@ -103,17 +110,25 @@ class Impl:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
-    def unavailable(self) -> str | None:
-        """Why this impl cannot run on this machine (None if it can); evaluated once."""
-        if self._available is None:
+    def unavailable(self, target: str | None = None) -> str | None:
+        """Why this impl cannot run (None if it can); evaluated once per target.
+
+        `supported` is a bool, a zero-argument callable (can it run on this machine now),
+        or a callable with a `target` parameter, called with the dispatch target: can it
+        serve that target ("cuda", "rocm", "cpu") with the toolchain here. The target form
+        is what lets lower-dispatch compile for a GPU this machine does not have; in eager
+        dispatch the target comes from the tensors' device, so the GPU exists.
+        """
+        cache = self._available
+        if target not in cache:
             s = self.supported
             if callable(s):
                 try:
-                    s = s()
+                    s = s(target=target) if _takes_target(s) else s()
                 except Exception as e:  # a broken probe makes the impl unavailable, visibly
                     s = f"availability check raised {type(e).__name__}: {e}"
-            self._available = (_reason(s, "not supported here"),)
-        return self._available[0]
+            cache[target] = _reason(s, "not supported here")
+        return cache[target]
 
     def rejects(self, meta_args: dict[str, Any]) -> str | None:
         """Why this impl rejects these arguments (tensors as TensorMeta), or None."""
