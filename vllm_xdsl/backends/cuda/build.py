@@ -21,19 +21,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-Vendor = Literal["cuda", "rocm"]
+# "emul": the same sources built with g++ against csrc/emul.h (a CPU emulation of the GPU
+# runtime) so that tests can run the kernels' numerics without a GPU; archs = ("warp32",).
+Vendor = Literal["cuda", "rocm", "emul"]
 
 CSRC = Path(__file__).parent / "csrc"
 MAIN_SOURCE = "vx_kernels.cu"
 # Sources that make up the library (the host-side numerics check is built separately).
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h")
 
-DEFAULT_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a",)}
+DEFAULT_ARCHS: dict[str, tuple[str, ...]] = {
+    "cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a",), "emul": ("warp32",),
+}
 # What this project's CI toolchains build. Debian's hipcc (ROCm 5.2, clang 15) knows gfx940
 # but not gfx942 (MI300X) or gfx950; a gfx940 code object does not load on a gfx942.
 CI_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a", "gfx940")}
 
-_COMPILER = {"cuda": ("nvcc", "VLLM_XDSL_NVCC", "CUDA_HOME"), "rocm": ("hipcc", "VLLM_XDSL_HIPCC", "ROCM_PATH")}
+_COMPILER = {
+    "cuda": ("nvcc", "VLLM_XDSL_NVCC", "CUDA_HOME"),
+    "rocm": ("hipcc", "VLLM_XDSL_HIPCC", "ROCM_PATH"),
+    "emul": ("g++", "VLLM_XDSL_CXX", "CXX_HOME"),
+}
 VERSION_TIMEOUT_S = 60.0
 COMPILE_TIMEOUT_S = float(os.environ.get("VLLM_XDSL_COMPILE_TIMEOUT", "900"))
 
@@ -106,6 +114,11 @@ def compile_command(vendor: Vendor, compiler: str, archs: Sequence[str], src: Pa
         return [compiler, "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC",
                 "--threads", str(max(1, min(len(archs), os.cpu_count() or 1))),
                 *gencode, "-I", str(src.parent), str(src), "-o", str(out)]
+    if vendor == "emul":
+        (warp,) = archs
+        return [compiler, "-std=c++20", "-O2", "-DVX_EMUL", f"-DVX_EMUL_WARP={warp.removeprefix('warp')}",
+                "-shared", "-fPIC", "-I", str(src.parent), "-x", "c++", str(src), "-o", str(out),
+                "-lpthread"]
     offload = [f"--offload-arch={arch}" for arch in archs]
     return [compiler, "-std=c++17", "-O3", "-shared", "-fPIC", *offload,
             "-I", str(src.parent), "-x", "hip", str(src), "-o", str(out)]

@@ -70,11 +70,17 @@ def _f32(t: Tensor | None) -> Tensor | None:
 class Kernels:
     """The launchers of one vendor's library."""
 
-    def __init__(self, vendor: Vendor) -> None:
+    def __init__(self, vendor: Vendor, emulation: L.KernelLibrary | None = None) -> None:
         self.vendor = vendor
+        # Tests: a CPU-emulated build of the same sources, called with CPU tensors.
+        self.emulation = emulation
 
     def _prepare(self, op: str, *tensors: Tensor | None) -> tuple[L.KernelLibrary, int]:
         ns = f"vllm_xdsl_{self.vendor}::{op}"
+        if self.emulation is not None:
+            if any(t is not None and t.device.type != "cpu" for t in tensors):
+                raise L.DeviceUnavailable(f"{ns}: the CPU emulation takes CPU tensors")
+            return self.emulation, 0
         for t in tensors:
             if t is not None and t.device.type != "cuda":
                 raise L.DeviceUnavailable(

@@ -216,7 +216,7 @@ template <int SCHEME, int N> VX_DEV void quant_store(void* out, int64_t off, con
 
 template <typename T, typename W, int PROD, int SCHEME>
 __global__ void __launch_bounds__(1024) row_kernel(Params p) {
-  extern __shared__ float group_scale[];  // per-group absmax, then scale (S_GROUP_FP8)
+  VX_DYN_SMEM(float, group_scale);  // per-group absmax, then scale (S_GROUP_FP8)
   constexpr int N = 16 / sizeof(T);
   const int64_t row = blockIdx.x;
   const int64_t H = p.hidden;

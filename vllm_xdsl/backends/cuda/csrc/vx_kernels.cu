@@ -3,6 +3,8 @@
 // error code; vx_last_error() then says what went wrong, in one line.
 #include <stdio.h>
 
+#include <type_traits>
+
 #include "kernels.cuh"
 
 using namespace vx;
@@ -51,7 +53,8 @@ static int launch(Params p, vxStream_t stream) {
     smem = static_cast<size_t>(p.hidden / p.group_size) * sizeof(float);
     if (smem > 48 * 1024) return fail("too many groups per row (%s%lld)", "", p.hidden / p.group_size);
   }
-  row_kernel<T, W, PROD, SCHEME><<<dim3(static_cast<unsigned>(p.rows)), dim3(threads), smem, stream>>>(p);
+  auto* kernel = &row_kernel<T, W, PROD, SCHEME>;
+  VX_LAUNCH(kernel, dim3(static_cast<unsigned>(p.rows)), dim3(threads), smem, stream, p);
   const vxError_t e = vxGetLastError();
   return e == vxSuccess ? 0 : fail("kernel launch failed: %s", vxGetErrorString(e));
 }
@@ -211,13 +214,14 @@ int vx_dynamic_scaled_fp8_quant(void* q, float* scale, const void* x, int64_t ro
   if (rows > 0) {
     const dim3 grid(static_cast<unsigned>(rows));
     switch (dtype) {
-      case D_F32: absmax_kernel<float><<<grid, threads, 0, s>>>(p, scale); break;
-      case D_F16: absmax_kernel<f16_t><<<grid, threads, 0, s>>>(p, scale); break;
-      case D_BF16: absmax_kernel<bf16_t><<<grid, threads, 0, s>>>(p, scale); break;
+      case D_F32: { auto* k = &absmax_kernel<float>; VX_LAUNCH(k, grid, threads, 0, s, p, scale); break; }
+      case D_F16: { auto* k = &absmax_kernel<f16_t>; VX_LAUNCH(k, grid, threads, 0, s, p, scale); break; }
+      case D_BF16: { auto* k = &absmax_kernel<bf16_t>; VX_LAUNCH(k, grid, threads, 0, s, p, scale); break; }
       default: return fail("unsupported activation dtype code %s%lld", "", dtype);
     }
   }
-  finish_tensor_scale<<<1, 1, 0, s>>>(scale, qmax);
+  auto* finish = &finish_tensor_scale;
+  VX_LAUNCH(finish, 1, 1, 0, s, scale, qmax);
   e = vxGetLastError();
   if (e != vxSuccess) return fail("kernel launch failed: %s", vxGetErrorString(e));
   return launch_scheme<P_IDENTITY>(p, S_STATIC_FP8, dtype, dtype, s);
