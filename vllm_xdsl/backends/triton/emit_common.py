@@ -152,10 +152,10 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
             k.add(f"scale = tl.maximum(tl.div_rn(amax, {qmax}), {flt(1.0 / (scheme.qmax * 512))})",
                   "tl.store(scales_ptr + row, scale)",
                   "q = tl.div_rn(y, scale)")
-        else:  # an all-zero row has scale 0 and q 0
+        else:  # an all-zero row has scale 0 and q 0: divide its zeros by 1, not 0
             k.add(f"scale = tl.div_rn(amax, {qmax})",
                   "tl.store(scales_ptr + row, scale)",
-                  "q = tl.where(scale == 0.0, 0.0, tl.div_rn(y, scale))")
+                  "q = tl.div_rn(y, tl.where(scale == 0.0, 1.0, scale))")
     else:
         g = scheme.group_size
         k.add(f"yg = tl.reshape(y, (BLOCK // {g}, {g}))",

@@ -1,0 +1,203 @@
+"""The generated Triton kernels against the native contracts (shared/OPS.md tolerances).
+
+Without a GPU the kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1, set here
+before any kernel is created). The grid is reduced to stay fast: tokens {1, 7, 17},
+hidden {16, 64}, plus 4096-wide cases; every family, every scheme, both fp8 flavours.
+"""
+
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+pytest.importorskip("triton")
+
+from vllm_xdsl import ops  # noqa: E402
+from vllm_xdsl.backends.triton import functions as F  # noqa: E402
+from vllm_xdsl.backends.triton import launch as L  # noqa: E402
+from vllm_xdsl.ops.tolerance import assert_close_contract  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
+SHAPES = [(1, 16), (7, 64), (17, 64), (7, 16), (1, 64), (17, 16)]
+EPS = (1e-5, 1e-6, 3e-7)
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, scale: float = 1.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g) * scale).to(dtype).to(DEVICE)
+
+
+def check(actual, expected, kinds: tuple[str, ...]) -> None:
+    """Every output within its OPS.md tolerance, with the native's shape, dtype and strides."""
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    assert len(actual) == len(expected) == len(kinds)
+    for a, e, kind in zip(actual, expected, kinds, strict=True):
+        assert a.stride() == e.stride(), (a.stride(), e.stride())
+        assert_close_contract(a.cpu(), e.cpu(), kind=kind)
+
+
+# --- norm family ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,hidden", SHAPES)
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_rms_norm(dtype, tokens, hidden, with_weight):
+    eps = EPS[(tokens + hidden) % 3]
+    x = randn(tokens, hidden, dtype=dtype, seed=1, scale=3.0)
+    w = randn(hidden, dtype=dtype, seed=2) if with_weight else None
+    check(F.rms_norm(x, w, eps), ops.rms_norm.native(x, w, eps), ("norm",))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,hidden", SHAPES)
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_fused_add_rms_norm(dtype, tokens, hidden, with_weight):
+    eps = EPS[(tokens * hidden) % 3]
+    x, r = randn(tokens, hidden, dtype=dtype, seed=3), randn(tokens, hidden, dtype=dtype, seed=4)
+    w = randn(hidden, dtype=dtype, seed=5) if with_weight else None
+    got = F.fused_add_rms_norm(x, r, w, eps)
+    want = ops.fused_add_rms_norm.native(x, r, w, eps)
+    check(got, want, ("norm", "value"))
+    # residual_out is one rounding of an exact f32 sum: it must be bit exact (the
+    # interpreter's f32->bf16 cast truncates; the kernel rounds explicitly).
+    assert torch.equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("dtype,wdtype", [(torch.bfloat16, torch.float32),
+                                          (torch.float16, torch.bfloat16),
+                                          (torch.float32, torch.bfloat16)])
+def test_rms_norm_weight_of_other_dtype(dtype, wdtype):
+    # y.to(weight.dtype) * weight, then .to(x.dtype): two rounding points.
+    x = randn(17, 64, dtype=dtype, seed=6, scale=2.0)
+    w = randn(64, dtype=wdtype, seed=7) + 1
+    check(F.rms_norm(x, w, 1e-6), ops.rms_norm.native(x, w, 1e-6), ("norm",))
+
+
+def test_rms_norm_variance_size():
+    x = randn(7, 64, dtype=torch.bfloat16, seed=8)
+    x[:, 32:] *= 50  # the tail must not enter the variance
+    w = randn(64, dtype=torch.bfloat16, seed=9)
+    got = F.rms_norm(x, w, 1e-5, 32)
+    check(got, ops.rms_norm.native(x, w, 1e-5, 32), ("norm",))
+    assert not torch.equal(got, F.rms_norm(x, w, 1e-5))
+    with pytest.raises(ValueError, match="variance_size"):
+        F.rms_norm(x, w, 1e-5, 65)
+
+
+@pytest.mark.parametrize("eps", EPS)
+def test_baked_epsilon(eps):
+    x = randn(7, 64, dtype=torch.float16, seed=10)
+    w = randn(64, dtype=torch.float16, seed=11)
+    (got,) = L.norm(x, None, w, eps, bake_epsilon=True)
+    check(got, ops.rms_norm.native(x, w, eps), ("norm",))
+    # A large epsilon must change the result: it is really used, not a default.
+    (big,) = L.norm(x, None, w, 10.0, bake_epsilon=True)
+    check(big, ops.rms_norm.native(x, w, 10.0), ("norm",))
+    assert not torch.allclose(big.float(), got.float())
+
+
+def test_wide_rows_4096():
+    x = randn(3, 4096, dtype=torch.bfloat16, seed=12)
+    r = randn(3, 4096, dtype=torch.bfloat16, seed=13)
+    w = randn(4096, dtype=torch.bfloat16, seed=14)
+    check(F.rms_norm(x, w, 1e-6), ops.rms_norm.native(x, w, 1e-6), ("norm",))
+    args = (None, None, E4M3, False, "group", 128)
+    check(F.fused_add_rms_norm_quant(x, r, w, 1e-6, *args),
+          ops.fused_add_rms_norm_quant.native(x, r, w, 1e-6, *args), ("value", "value", "scales"))
+
+
+def test_non_contiguous_rows_and_leading_dims():
+    base = randn(7, 96, dtype=torch.bfloat16, seed=15)
+    x = base[:, 8:72]  # row stride 96
+    rbase = randn(7, 80, dtype=torch.bfloat16, seed=16)
+    r = rbase[:, :64]
+    w = randn(64, dtype=torch.bfloat16, seed=17)
+    assert x.stride(0) == 96 and not x.is_contiguous()
+    check(F.fused_add_rms_norm(x, r, w, 1e-6), ops.fused_add_rms_norm.native(x, r, w, 1e-6),
+          ("norm", "value"))
+    check(F.dynamic_per_token_scaled_fp8_quant(x), ops.dynamic_per_token_scaled_fp8_quant.native(x),
+          ("value", "scales"))
+    check(F.silu_and_mul(base[:, :64]), ops.silu_and_mul.native(base[:, :64]), ("value",))
+    x3 = randn(2, 3, 64, dtype=torch.float16, seed=18)
+    check(F.rms_norm(x3, None, 1e-6), ops.rms_norm.native(x3, None, 1e-6), ("norm",))
+    check(F.per_token_group_fp8_quant(x3, 16, True), ops.per_token_group_fp8_quant.native(x3, 16, True),
+          ("value", "scales"))
+
+
+# --- quant family -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fp8", [E4M3, E4M3UZ])
+@pytest.mark.parametrize("tokens,hidden", [(1, 16), (7, 64), (17, 64)])
+def test_fp8_quant_ops(dtype, fp8, tokens, hidden):
+    x = randn(tokens, hidden, dtype=dtype, seed=19, scale=4.0)
+    scale = torch.tensor([0.02], device=DEVICE)
+    check(F.static_scaled_fp8_quant(x, scale, fp8),
+          ops.static_scaled_fp8_quant.native(x, scale, fp8), ("value",))
+    check(F.dynamic_scaled_fp8_quant(x, fp8), ops.dynamic_scaled_fp8_quant.native(x, fp8),
+          ("value", "scales"))
+    check(F.dynamic_per_token_scaled_fp8_quant(x, None, fp8),
+          ops.dynamic_per_token_scaled_fp8_quant.native(x, None, fp8), ("value", "scales"))
+    ub = torch.tensor([1.5], device=DEVICE)
+    check(F.dynamic_per_token_scaled_fp8_quant(x, ub, fp8),
+          ops.dynamic_per_token_scaled_fp8_quant.native(x, ub, fp8), ("value", "scales"))
+    for col, ue8m0 in [(False, False), (True, False), (False, True), (True, True)]:
+        check(F.per_token_group_fp8_quant(x, 8, col, ue8m0, 1e-10, fp8),
+              ops.per_token_group_fp8_quant.native(x, 8, col, ue8m0, 1e-10, fp8),
+              ("value", "scales"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,hidden", [(1, 16), (7, 64), (17, 64)])
+def test_int8_quant_ops(dtype, tokens, hidden):
+    x = randn(tokens, hidden, dtype=dtype, seed=20, scale=4.0)
+    scale = torch.tensor([0.03], device=DEVICE)
+    check(F.static_scaled_int8_quant(x, scale), ops.static_scaled_int8_quant.native(x, scale),
+          ("value",))
+    check(F.dynamic_per_token_scaled_int8_quant(x),
+          ops.dynamic_per_token_scaled_int8_quant.native(x), ("value", "scales"))
+
+
+@pytest.mark.parametrize("fp8", [E4M3, E4M3UZ])
+def test_fp8_rounding_is_exact(fp8):
+    # Every fp8 value, every midpoint between neighbours (ties to even), points just off
+    # the midpoints, subnormals and values beyond FMAX: the kernel must equal torch's cast
+    # exactly (the interpreter's own f32->fp8 cast gets 2.8 % of random values wrong).
+    grid = torch.arange(256, dtype=torch.uint8).view(fp8).float()
+    grid = grid[torch.isfinite(grid)].unique()
+    mid = (grid[1:] + grid[:-1]) / 2
+    ulp = torch.nextafter(mid, torch.full_like(mid, float("inf"))) - mid
+    vals = torch.cat([grid, mid, mid + ulp, mid - ulp, torch.tensor([500.0, -1e9, 241.0, 230.0]),
+                      torch.randn(4000) * 100, torch.randn(1000) * 1e-2])
+    x = vals.to(DEVICE).reshape(1, -1)
+    one = torch.ones(1, device=DEVICE)
+    got = F.static_scaled_fp8_quant(x, one, fp8)
+    want = ops.static_scaled_fp8_quant.native(x, one, fp8)
+    assert torch.equal(got.cpu().float(), want.cpu().float())
+
+
+def test_int8_rounds_half_to_even():
+    x = torch.tensor([[0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, -128.5, 300.0, 3.49]],
+                     device=DEVICE)
+    got = F.static_scaled_int8_quant(x, torch.ones(1, device=DEVICE))
+    assert got.cpu().tolist() == [[0, 2, 2, 0, -2, -2, 126, 127, -128, 127, 3]]
+
+
+def test_zero_rows():
+    x = randn(3, 64, dtype=torch.bfloat16, seed=21)
+    x[1] = 0
+    check(F.dynamic_per_token_scaled_int8_quant(x),
+          ops.dynamic_per_token_scaled_int8_quant.native(x), ("value", "scales"))
+    check(F.dynamic_per_token_scaled_fp8_quant(x),
+          ops.dynamic_per_token_scaled_fp8_quant.native(x), ("value", "scales"))
+    z = torch.zeros(2, 64, device=DEVICE)
+    check(F.dynamic_scaled_fp8_quant(z), ops.dynamic_scaled_fp8_quant.native(z), ("value", "scales"))
+    check(F.per_token_group_fp8_quant(z, 16, False, True),
+          ops.per_token_group_fp8_quant.native(z, 16, False, True), ("value", "scales"))
