@@ -201,3 +201,93 @@ def test_zero_rows():
     check(F.dynamic_scaled_fp8_quant(z), ops.dynamic_scaled_fp8_quant.native(z), ("value", "scales"))
     check(F.per_token_group_fp8_quant(z, 16, False, True),
           ops.per_token_group_fp8_quant.native(z, 16, False, True), ("value", "scales"))
+
+
+# --- silu_and_mul and the fused ops -----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,hidden", SHAPES)
+def test_silu_and_mul(dtype, tokens, hidden):
+    x = randn(tokens, 2 * hidden, dtype=dtype, seed=22, scale=3.0)
+    check(F.silu_and_mul(x), ops.silu_and_mul.native(x), ("value",))
+
+
+# (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0), scale_ub
+SCHEMES = [
+    ((E4M3, True, "tensor", 0, False, False), False),
+    ((E4M3UZ, True, "tensor", 0, False, False), False),
+    ((torch.int8, True, "tensor", 0, False, False), False),
+    ((E4M3, False, "token", 0, False, False), False),
+    ((E4M3, False, "token", 0, False, False), True),
+    ((E4M3UZ, False, "token", 0, False, False), True),
+    ((E4M3, False, "group", 16, False, False), False),
+    ((E4M3, False, "group", 16, True, True), False),
+    ((E4M3UZ, False, "group", 8, True, False), False),
+    ((torch.int8, False, "token", 0, False, False), False),
+]
+SCHEME_IDS = [f"{str(s[0]).removeprefix('torch.')}-{'static' if s[1] else 'dyn'}-{s[2]}{s[3] or ''}"
+              f"{'-col' if s[4] else ''}{'-ue8m0' if s[5] else ''}{'-ub' if ub else ''}"
+              for s, ub in SCHEMES]
+
+
+def _scale_args(scheme: tuple, ub: bool) -> tuple:
+    scale = torch.tensor([0.05], device=DEVICE) if scheme[1] else None
+    return scale, (torch.tensor([0.8], device=DEVICE) if ub else None)
+
+
+@pytest.mark.parametrize("scheme,ub", SCHEMES, ids=SCHEME_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rms_norm_quant(scheme, ub, dtype):
+    tokens, hidden = (7, 64) if dtype != torch.float32 else (17, 16)
+    x = randn(tokens, hidden, dtype=dtype, seed=23, scale=2.0)
+    w = randn(hidden, dtype=dtype, seed=24) if dtype != torch.float16 else None
+    args = (*_scale_args(scheme, ub), *scheme)
+    check(F.rms_norm_quant(x, w, 1e-5, *args), ops.rms_norm_quant.native(x, w, 1e-5, *args),
+          ("value", "scales"))
+
+
+@pytest.mark.parametrize("scheme,ub", SCHEMES, ids=SCHEME_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fused_add_rms_norm_quant(scheme, ub, dtype):
+    tokens, hidden = (17, 64) if dtype != torch.bfloat16 else (1, 64)
+    x = randn(tokens, hidden, dtype=dtype, seed=25)
+    r = randn(tokens, hidden, dtype=dtype, seed=26, scale=2.0)
+    w = randn(hidden, dtype=dtype, seed=27) if dtype != torch.float32 else None
+    args = (*_scale_args(scheme, ub), *scheme)
+    check(F.fused_add_rms_norm_quant(x, r, w, 3e-7, *args),
+          ops.fused_add_rms_norm_quant.native(x, r, w, 3e-7, *args), ("value", "value", "scales"))
+
+
+@pytest.mark.parametrize("scheme,ub", SCHEMES, ids=SCHEME_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_silu_and_mul_quant(scheme, ub, dtype):
+    x = randn(7, 128, dtype=dtype, seed=28, scale=3.0)
+    args = (*_scale_args(scheme, ub), *scheme)
+    check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
+          ("value", "scales"))
+
+
+def test_static_scale_is_returned_as_f32_copy():
+    x = randn(7, 64, dtype=torch.bfloat16, seed=29)
+    scale = torch.tensor([0.25], dtype=torch.bfloat16, device=DEVICE)  # bf16 buffers happen
+    q, scales = F.rms_norm_quant(x, None, 1e-6, scale, None, E4M3, True, "tensor")
+    assert scales.dtype == torch.float32 and scales.shape == (1,)
+    assert scales.item() == 0.25 and scales.data_ptr() != scale.data_ptr()
+    check(q, ops.rms_norm_quant.native(x, None, 1e-6, scale, None, E4M3, True, "tensor")[0],
+          ("value",))
+
+
+def test_bad_arguments_raise_one_line_errors():
+    x = randn(7, 64, dtype=torch.bfloat16, seed=30)
+    for call, match in [
+        (lambda: F.rms_norm(x, torch.ones(32, device=DEVICE), 1e-6), "weight of shape"),
+        (lambda: F.per_token_group_fp8_quant(x, 48), "does not divide"),
+        (lambda: F.silu_and_mul(x[:, :63]), "not even"),
+        (lambda: F.rms_norm_quant(x, None, 1e-6, None, None, E4M3, False, "tensor"),
+         "cannot be fused"),
+        (lambda: F.static_scaled_fp8_quant(x, torch.ones(1), torch.int8), "fp8"),
+    ]:
+        with pytest.raises(ValueError, match=match) as info:
+            call()
+        assert "\n" not in str(info.value)

@@ -8,9 +8,18 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton import launch as L
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
+
+
+def _fp8(op: str, fp8_dtype: torch.dtype, *rest) -> QuantScheme:
+    """The fp8 scheme of an unfused fp8 op (ValueError naming the op for a non-fp8 dtype)."""
+    try:
+        fp8_max(fp8_dtype)
+    except ValueError as e:
+        raise ValueError(f"{op}: {e}") from None
+    return QuantScheme(fp8_dtype, *rest)
 
 
 def rms_norm(
@@ -27,11 +36,11 @@ def fused_add_rms_norm(
 
 
 def static_scaled_fp8_quant(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3) -> Tensor:
-    return L.quant(x, QuantScheme(fp8_dtype, True, "tensor"), scale)[0]
+    return L.quant(x, _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor"), scale)[0]
 
 
 def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = _E4M3) -> tuple[Tensor, Tensor]:
-    q, scale = L.quant(x, QuantScheme(fp8_dtype, False, "tensor"))
+    q, scale = L.quant(x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor"))
     assert scale is not None
     return q, scale
 
@@ -39,7 +48,9 @@ def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = _E4M3) -> tuple
 def dynamic_per_token_scaled_fp8_quant(
     x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3
 ) -> tuple[Tensor, Tensor]:
-    q, scales = L.quant(x, QuantScheme(fp8_dtype, False, "token"), None, scale_ub)
+    q, scales = L.quant(
+        x, _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token"), None, scale_ub
+    )
     assert scales is not None
     return q, scales
 
@@ -54,8 +65,8 @@ def per_token_group_fp8_quant(
 ) -> tuple[Tensor, Tensor]:
     if group_size <= 0:
         raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
-    scheme = QuantScheme(fp8_dtype, False, "group", group_size, column_major_scales, use_ue8m0,
-                         eps)
+    scheme = _fp8("per_token_group_fp8_quant", fp8_dtype, False, "group", group_size,
+                  column_major_scales, use_ue8m0, eps)
     q, scales = L.quant(x, scheme)
     assert scales is not None
     return q, scales
