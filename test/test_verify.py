@@ -1,0 +1,113 @@
+"""`python -m vllm_xdsl.verify`: rows, statuses and exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from vllm_xdsl import ops
+from vllm_xdsl.ops.grid import cases
+from vllm_xdsl.verify import main
+
+
+@pytest.fixture
+def scratch():
+    added: list[tuple[ops.SemanticOp, str]] = []
+
+    def register(op, provider, fn, **kw):
+        op.register_impl(provider, **kw)(fn)
+        added.append((op, provider))
+
+    yield register
+    for op, provider in added:
+        op.unregister_impl(provider)
+
+
+def rows(out: str, provider: str) -> dict[str, list[str]]:
+    """dtype -> [status, detail...] for the rows of one provider."""
+    found = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == provider:
+            found[parts[2]] = parts[3:]
+    return found
+
+
+def test_native_rows_pass(capsys):
+    assert main(["--op", "silu_and_mul", "--provider", "native"]) == 0
+    r = rows(capsys.readouterr().out, "native")
+    assert set(r) == {"float16", "bfloat16", "float32"}
+    assert all(v[0] == "PASS" for v in r.values())
+
+
+def test_fail_unavailable_skip(scratch, capsys):
+    scratch(ops.rms_norm, "t_wrong", lambda x, weight, epsilon, variance_size=None: x * 1.01)
+    scratch(ops.rms_norm, "t_off", lambda x, weight, epsilon, variance_size=None: x,
+            supported="needs sm90")
+    scratch(ops.rms_norm, "t_f16", ops.rms_norm.native,
+            supports_args=lambda x, **_: x.dtype == torch.float16 or "f16 only")
+    assert main(["--op", "rms_norm", "--provider", "t_wrong"]) == 1
+    out = capsys.readouterr().out
+    r = rows(out, "t_wrong")
+    assert all(v[0] == "FAIL" and v[1:3] == ["max", "error"] for v in r.values()), out
+    assert "1 failed" not in out and "3 rows, 3 failed" in out
+    assert main(["--op", "rms_norm", "--provider", "t_off"]) == 0
+    r = rows(capsys.readouterr().out, "t_off")
+    assert all(v == ["UNAVAILABLE", "needs", "sm90"] for v in r.values())
+    assert main(["--op", "rms_norm", "--provider", "t_f16"]) == 0
+    r = rows(capsys.readouterr().out, "t_f16")
+    assert r["float16"][0] == "PASS"
+    assert r["float32"][0] == "SKIP" and r["float32"][-2:] == ["f16", "only"]
+
+
+def test_raising_impl_fails(scratch, capsys):
+    def broken(x):
+        raise RuntimeError("kernel exploded")
+
+    scratch(ops.silu_and_mul, "t_boom", broken)
+    assert main(["--op", "silu_and_mul", "--provider", "t_boom"]) == 1
+    assert "raised RuntimeError: kernel exploded" in capsys.readouterr().out
+
+
+def test_load_errors_fail(monkeypatch, capsys):
+    monkeypatch.setattr(ops.registry, "_load_errors", ["provider 'x' failed to load"])
+    assert main(["--op", "silu_and_mul", "--provider", "native"]) == 1
+    assert "LOAD ERROR  provider 'x' failed to load" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--op", "nope"], "unknown op 'nope'"),
+    (["--provider", "nope"], "unknown provider 'nope'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_args(argv, msg, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+
+
+def test_cli_subprocess():
+    p = subprocess.run([sys.executable, "-m", "vllm_xdsl.verify", "--op", "rms_nrom"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "unknown op 'rms_nrom'" in p.stderr
+
+
+def test_grid_sizes():
+    # The reduced grid covers every dtype; the full grid is OPS.md's.
+    reduced = list(cases("rms_norm"))
+    full = list(cases("rms_norm", full=True))
+    assert {c.dtype for c in reduced} == {torch.float16, torch.bfloat16, torch.float32}
+    assert len(full) == 3 * 4 * 4 * 3 * 2 and len(reduced) == 3 * 2 * 1 * 1 * 2
+    assert {c.args[0].shape[-1] for c in full} == {16, 64, 4096, 5120}
+    q = list(cases("rms_norm_quant"))
+    assert {(c.args[5], c.args[6], c.args[7]) for c in q} == {
+        (torch.float8_e4m3fn, True, "tensor"), (torch.float8_e4m3fnuz, True, "tensor"),
+        (torch.int8, True, "tensor"), (torch.float8_e4m3fn, False, "token"),
+        (torch.float8_e4m3fnuz, False, "token"), (torch.float8_e4m3fn, False, "group"),
+        (torch.float8_e4m3fnuz, False, "group"), (torch.int8, False, "token")}

@@ -1,0 +1,150 @@
+"""`python -m vllm_xdsl.verify`: every registered implementation against its native contract.
+
+One row per op x provider x activation dtype: PASS, FAIL (with the max error and the first
+failing case), UNAVAILABLE (the impl cannot run here, with why) or SKIP (its
+supports_args rejected every case of the row, with why). Exit status 1 on any FAIL or
+provider load error, 2 on bad arguments.
+
+    python -m vllm_xdsl.verify [--provider P] [--op OP] [--full] [--device cpu|cuda]
+
+`--provider native` checks the torch custom op (`torch.ops.vllm_xdsl.<op>`) against the
+native function.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from vllm_xdsl import ops
+from vllm_xdsl.ops.dispatch import meta_args
+from vllm_xdsl.ops.grid import Case, cases, output_kinds
+from vllm_xdsl.ops.tolerance import contract_error, max_error
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        print(f"vllm_xdsl.verify: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+@dataclass
+class Row:
+    op: str
+    provider: str
+    dtype: str
+    passed: int = 0
+    skipped: list[str] = field(default_factory=list)
+    failure: str | None = None
+    worst: float = 0.0
+    unavailable: str | None = None
+
+    def status(self) -> tuple[str, str]:
+        if self.unavailable is not None:
+            return "UNAVAILABLE", self.unavailable
+        if self.failure is not None:
+            return "FAIL", f"max error {self.worst:.4g}; {self.failure}"
+        if self.passed == 0:
+            why = self.skipped[0] if self.skipped else "no grid cases"
+            return "SKIP", f"rejected by supports_args: {why}"
+        extra = f", {len(self.skipped)} rejected by supports_args" if self.skipped else ""
+        return "PASS", f"{self.passed} cases{extra}"
+
+
+def _tuple(v: Any) -> tuple[Any, ...]:
+    return v if isinstance(v, tuple) else (v,)
+
+
+def _clone(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def check_case(op: ops.SemanticOp, fn: Any, case: Case) -> tuple[str | None, float]:
+    """(why the impl's outputs break the contract or None, max abs error)."""
+    expected = _tuple(op.native(*_clone(case.args)))
+    try:
+        actual = _tuple(fn(*_clone(case.args)))  # clones: in-place impls may overwrite
+    except Exception as e:
+        return f"{case.label}: raised {type(e).__name__}: {e}", float("inf")
+    if len(actual) != len(expected):
+        return f"{case.label}: {len(actual)} outputs, expected {len(expected)}", float("inf")
+    worst = 0.0
+    for name, kind, a, e in zip(op.outputs, output_kinds(op.name, len(expected)), actual,
+                                expected, strict=True):
+        a = a.to(e.device)
+        worst = max(worst, max_error(a.float(), e.float()))
+        problem = contract_error(a, e, kind=kind)  # type: ignore[arg-type]
+        if problem is None and e.dim() == 2 and not e.is_contiguous() and a.stride() != e.stride():
+            problem = f"strides {a.stride()}, expected {e.stride()}"
+        if problem is not None:
+            return f"{case.label}: {name}: {problem}", worst
+    return None, worst
+
+
+def verify_impl(op: ops.SemanticOp, impl: ops.Impl, full: bool, device: str) -> list[Row]:
+    rows: dict[torch.dtype, Row] = {}
+    why_not = impl.unavailable() if impl.provider != "native" else None
+    fn = op.torch_op if impl.provider == "native" else impl.fn
+    for case in cases(op.name, full, device):
+        row = rows.setdefault(case.dtype, Row(op.name, impl.provider,
+                                              str(case.dtype).removeprefix("torch.")))
+        if why_not is not None:
+            row.unavailable = why_not
+            continue
+        rejected = impl.rejects(meta_args(op, case.args))
+        if rejected is not None:
+            row.skipped.append(rejected)
+            continue
+        problem, err = check_case(op, fn, case)
+        row.worst = max(row.worst, err)
+        if problem is not None and row.failure is None:
+            row.failure = problem
+        elif problem is None:
+            row.passed += 1
+    return list(rows.values())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = _Parser(prog="python -m vllm_xdsl.verify", description=__doc__.splitlines()[0])
+    p.add_argument("--provider", help="only this provider ('native': the torch custom op)")
+    p.add_argument("--op", help="only this op")
+    p.add_argument("--full", action="store_true", help="the whole grid of shared/OPS.md")
+    p.add_argument("--device", choices=("cpu", "cuda"),
+                   default="cuda" if torch.cuda.is_available() else "cpu")
+    a = p.parse_args(argv)
+    if a.op is not None and a.op not in ops.ALL_OPS:
+        p.error(f"unknown op {a.op!r} (known: {', '.join(ops.ALL_OPS)})")
+    errors = ops.registry.load_errors()
+    if a.provider is not None and not ops.registry.is_known_provider(a.provider):
+        known = sorted(ops.registry.registered_providers())
+        p.error(f"unknown provider {a.provider!r} (registered: {', '.join(known)})")
+
+    rows: list[Row] = []
+    for name, op in ops.ALL_OPS.items():
+        if a.op is not None and name != a.op:
+            continue
+        for provider, impl in op.impls().items():
+            if provider == "native" and a.provider != "native":
+                continue
+            if a.provider is not None and provider != a.provider:
+                continue
+            rows.extend(verify_impl(op, impl, a.full, a.device))
+
+    for msg in errors:
+        print(f"LOAD ERROR  {msg}")
+    width = max((len(r.op) for r in rows), default=2)
+    for r in rows:
+        status, detail = r.status()
+        print(f"{r.op:<{width}}  {r.provider:<10} {r.dtype:<9} {status:<11} {detail}")
+    failed = sum(r.status()[0] == "FAIL" for r in rows)
+    print(f"{len(rows)} rows, {failed} failed" + (f", {len(errors)} load errors" if errors else ""))
+    return 1 if failed or errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
