@@ -110,6 +110,8 @@ def select(
 class ReportEntry:
     node: str
     decision: Decision
+    # Facts the lowering adds (e.g. in place or copied inputs), printed after the decision.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -118,8 +120,8 @@ class DispatchReport:
 
     entries: list[ReportEntry] = field(default_factory=list)
 
-    def add(self, node: str, decision: Decision) -> None:
-        self.entries.append(ReportEntry(node, decision))
+    def add(self, node: str, decision: Decision, notes: tuple[str, ...] = ()) -> None:
+        self.entries.append(ReportEntry(node, decision, tuple(notes)))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -133,4 +135,5 @@ class DispatchReport:
             d = e.decision
             lines.append(f"{e.node}: {d.op} -> {d.provider}")
             lines.extend(f"    rejected {p}: {why}" for p, why in d.rejected)
+            lines.extend(f"    note: {n}" for n in e.notes)
         return "\n".join(lines)
