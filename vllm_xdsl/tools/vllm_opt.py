@@ -13,6 +13,7 @@ exit; with `--verify-diagnostics` the line goes to stdout and the exit is 0.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -60,8 +61,10 @@ class VllmOptMain(xDSLOptMain):
         super().register_all_targets()
         for name, (module, cls) in TARGETS.items():
             if importlib.util.find_spec(module) is not None:
-                self.available_targets[name] = (
-                    lambda m=module, c=cls: getattr(importlib.import_module(m), c)
+                # A factory without parameters: xdsl-opt calls one with parameters as a
+                # legacy printer(module, stream).
+                self.available_targets[name] = functools.partial(
+                    lambda m, c: getattr(importlib.import_module(m), c), module, cls
                 )
 
     def parse_chunk(
