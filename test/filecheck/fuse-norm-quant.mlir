@@ -1,0 +1,224 @@
+// RUN: vllm-opt %s --fuse-norm-quant | filecheck %s
+// RUN: vllm-opt %s --fuse-norm-quant | vllm-opt --fuse-norm-quant | filecheck %s
+
+// rms_norm -> every fusable quant scheme: one rewrite, the scheme comes from the quant.
+// CHECK-LABEL: func.func @rms_norm_schemes
+func.func @rms_norm_schemes(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x4xf32>, tensor<?x256xi8>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf8E4M3FNUZ>, tensor<?x1xf32>) {
+  // CHECK-NEXT: %q0 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>
+  %y0 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %y0, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %s1 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  %y1 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q1, %s1 = vllm.dynamic_per_token_scaled_fp8_quant %y1 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %q2, %s2 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) scale_ub(%s : tensor<1xf32>) {epsilon = 3.000000e-07 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  %y2 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 3.0e-07 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %y2 scale_ub(%s : tensor<1xf32>) : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %q3, %s3 = vllm.rms_norm_quant %x {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<dynamic per_group 128>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  %y3 = vllm.rms_norm %x {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q3, %s3 = vllm.per_token_group_fp8_quant %y3 {group_size = 128 : i64} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  // CHECK-NEXT: %q4, %s4 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<dynamic per_group 64 column_major ue8m0 eps 1.000000e-08>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x4xf32>
+  %y4 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q4, %s4 = vllm.per_token_group_fp8_quant %y4 {group_size = 64 : i64, column_major_scales = true, use_ue8m0 = true, eps = 1.0e-08 : f64} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x4xf32>
+  // CHECK-NEXT: %q5 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xbf16> -> tensor<?x256xi8>
+  %y5 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q5 = vllm.static_scaled_int8_quant %y5, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xi8>
+  // CHECK-NEXT: %q6, %s6 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xi8>, tensor<?x1xf32>
+  %y6 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q6, %s6 = vllm.dynamic_per_token_scaled_int8_quant %y6 : tensor<?x256xbf16> -> tensor<?x256xi8>, tensor<?x1xf32>
+  // ROCm gfx94x fp8: the flavour travels in the result type.
+  // CHECK-NEXT: %q7, %s7 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x1xf32>
+  %y7 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q7, %s7 = vllm.dynamic_per_token_scaled_fp8_quant %y7 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x1xf32>
+  // CHECK-NOT: vllm.rms_norm {{%|weight}}
+  // CHECK-NOT: _quant %y
+  // CHECK-NEXT: func.return
+  func.return %q0, %q1, %s1, %q2, %s2, %q3, %s3, %q4, %s4, %q5, %q6, %s6, %q7, %s7 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x4xf32>, tensor<?x256xi8>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf8E4M3FNUZ>, tensor<?x1xf32>
+}
+
+// Dynamic per-tensor fp8 needs a global max before any row can be quantized: not fused.
+// CHECK-LABEL: func.func @dynamic_per_tensor_unfused
+func.func @dynamic_per_tensor_unfused(%x: tensor<?x256xf16>, %w: tensor<256xf16>) -> (tensor<?x256xf8E4M3FN>, tensor<1xf32>) {
+  // CHECK-NEXT: %y = vllm.rms_norm %x weight(%w : tensor<256xf16>) {epsilon = 1.000000e-05 : f64}
+  // CHECK-NEXT: %q, %s = vllm.dynamic_scaled_fp8_quant %y
+  %y = vllm.rms_norm %x weight(%w : tensor<256xf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf16> -> tensor<?x256xf16>
+  %q, %s = vllm.dynamic_scaled_fp8_quant %y : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<1xf32>
+  func.return %q, %s : tensor<?x256xf8E4M3FN>, tensor<1xf32>
+}
+
+// fused_add_rms_norm -> quant: residual_out is kept and its users rewired.
+// CHECK-LABEL: func.func @fused_add_schemes
+func.func @fused_add_schemes(%x: tensor<?x256xf16>, %r: tensor<?x256xf16>, %w: tensor<256xf16>, %s: tensor<1xf32>, %e: tensor<f64>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xi8>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>) {
+  // CHECK-NEXT: %q0, %r0 = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xf16>
+  %y0, %r0 = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<256xf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>, tensor<?x256xf16>
+  %q0 = vllm.static_scaled_fp8_quant %y0, %s : tensor<?x256xf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %r1, %s1 = vllm.fused_add_rms_norm_quant %x, %r0 weight(%w : tensor<256xf16>) scale_ub(%s : tensor<1xf32>) epsilon(%e : tensor<f64>) {scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xf16>, tensor<?x1xf32>
+  %y1, %r1 = vllm.fused_add_rms_norm %x, %r0 weight(%w : tensor<256xf16>) epsilon(%e : tensor<f64>) : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>, tensor<?x256xf16>
+  %q1, %s1 = vllm.dynamic_per_token_scaled_fp8_quant %y1 scale_ub(%s : tensor<1xf32>) : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %q2, %r2, %s2 = vllm.fused_add_rms_norm_quant %x, %r1 {epsilon = 3.000000e-07 : f64, scheme = #vllm.quant<dynamic per_group 128 column_major>} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xf16>, tensor<?x2xf32>
+  %y2, %r2 = vllm.fused_add_rms_norm %x, %r1 {epsilon = 3.0e-07 : f64} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>, tensor<?x256xf16>
+  %q2, %s2 = vllm.per_token_group_fp8_quant %y2 {group_size = 128 : i64, column_major_scales = true} : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  // CHECK-NEXT: %q3, %r3 = vllm.fused_add_rms_norm_quant %x, %r2 weight(%w : tensor<256xf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xi8>, tensor<?x256xf16>
+  %y3, %r3 = vllm.fused_add_rms_norm %x, %r2 weight(%w : tensor<256xf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>, tensor<?x256xf16>
+  %q3 = vllm.static_scaled_int8_quant %y3, %s : tensor<?x256xf16>, tensor<1xf32> -> tensor<?x256xi8>
+  // CHECK-NEXT: %q4, %r4, %s4 = vllm.fused_add_rms_norm_quant %x, %r3 weight(%w : tensor<256xf16>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xi8>, tensor<?x256xf16>, tensor<?x1xf32>
+  %y4, %r4 = vllm.fused_add_rms_norm %x, %r3 weight(%w : tensor<256xf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>, tensor<?x256xf16>
+  %q4, %s4 = vllm.dynamic_per_token_scaled_int8_quant %y4 : tensor<?x256xf16> -> tensor<?x256xi8>, tensor<?x1xf32>
+  // CHECK-NOT: vllm.fused_add_rms_norm %
+  // CHECK-NOT: _quant %y
+  // CHECK-NEXT: func.return %q0, %q1, %s1, %q2, %s2, %q3, %q4, %s4, %r4
+  func.return %q0, %q1, %s1, %q2, %s2, %q3, %q4, %s4, %r4 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xi8>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>
+}
+
+// silu_and_mul fuses with static fp8 and per-token-group fp8 only (OPS.md).
+// CHECK-LABEL: func.func @silu_and_mul
+func.func @silu_and_mul(%g: tensor<?x512xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xi8>) {
+  // CHECK-NEXT: %q0 = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FN>
+  %m0 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %m0, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %s1 = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_group 128 ue8m0>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>
+  %m1 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
+  %q1, %s1 = vllm.per_token_group_fp8_quant %m1 {group_size = 128 : i64, use_ue8m0 = true} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>
+  // No silu_and_mul fusion for per-token fp8 or int8.
+  // CHECK-NEXT: %m2 = vllm.silu_and_mul %g
+  // CHECK-NEXT: %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %m2
+  %m2 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
+  %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %m2 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %m3 = vllm.silu_and_mul %g
+  // CHECK-NEXT: %q3 = vllm.static_scaled_int8_quant %m3, %s
+  %m3 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
+  %q3 = vllm.static_scaled_int8_quant %m3, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xi8>
+  // CHECK-NEXT: func.return
+  func.return %q0, %q1, %s1, %q2, %s2, %q3 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xi8>
+}
+
+// A view that keeps the last dimension does not block fusion: the fused op works on the
+// norm's shape, the view is re-applied to q, and per-token scales [T, 1] stay valid.
+// CHECK-LABEL: func.func @view_kept
+func.func @view_kept(%x: tensor<2x?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>) {
+  // CHECK-NEXT: %[[Q:.*]], %s1 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<2x?x256xbf16> -> tensor<2x?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %q = torch.call "aten::view"(%[[Q]]) [#torch.operand<0>, [-1 : i64, 256 : i64]] : (tensor<2x?x256xf8E4M3FN>) -> tensor<?x256xf8E4M3FN>
+  %y = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<2x?x256xbf16> -> tensor<2x?x256xbf16>
+  %v = torch.call "aten::view"(%y) [#torch.operand<0>, [-1 : i64, 256 : i64]] : (tensor<2x?x256xbf16>) -> tensor<?x256xbf16>
+  %q, %s1 = vllm.dynamic_per_token_scaled_fp8_quant %v : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // Two views in a row, then a static quant; the scale is defined after the norm.
+  // CHECK-NEXT: %s2 = torch.get_attr "scale2" : tensor<1xf32>
+  // CHECK-NEXT: %[[Q2:.*]] = vllm.rms_norm_quant %x scale(%s2 : tensor<1xf32>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<2x?x256xbf16> -> tensor<2x?x256xf8E4M3FN>
+  // CHECK-NEXT: %[[U:.*]] = torch.call "aten::unsqueeze.default"(%[[Q2]]) [#torch.operand<0>, 0 : i64] : (tensor<2x?x256xf8E4M3FN>) -> tensor<1x2x?x256xf8E4M3FN>
+  // CHECK-NEXT: %q2 = torch.call "aten::reshape.default"(%[[U]]) [#torch.operand<0>, [-1 : i64, 256 : i64]] : (tensor<1x2x?x256xf8E4M3FN>) -> tensor<?x256xf8E4M3FN>
+  // CHECK-NOT: bf16>) -> tensor<{{.*}}xbf16>
+  // CHECK-NEXT: func.return %q, %s1, %q2
+  %y2 = vllm.rms_norm %x {epsilon = 1.0e-06 : f64} : tensor<2x?x256xbf16> -> tensor<2x?x256xbf16>
+  %u = torch.call "aten::unsqueeze.default"(%y2) [#torch.operand<0>, 0 : i64] : (tensor<2x?x256xbf16>) -> tensor<1x2x?x256xbf16>
+  %v2 = torch.call "aten::reshape.default"(%u) [#torch.operand<0>, [-1 : i64, 256 : i64]] : (tensor<1x2x?x256xbf16>) -> tensor<?x256xbf16>
+  %s2 = torch.get_attr "scale2" : tensor<1xf32>
+  %q2 = vllm.static_scaled_fp8_quant %v2, %s2 : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  func.return %q, %s1, %q2 : tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>
+}
+
+// A view that changes the last dimension blocks fusion.
+// CHECK-LABEL: func.func @view_blocks
+func.func @view_blocks(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>) -> (tensor<?x128xf8E4M3FN>, tensor<?x1xf32>) {
+  // CHECK-NEXT: %y = vllm.rms_norm
+  // CHECK-NEXT: %v = torch.call "aten::view"
+  // CHECK-NEXT: %q, %s = vllm.dynamic_per_token_scaled_fp8_quant %v
+  %y = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %v = torch.call "aten::view"(%y) [#torch.operand<0>, [-1 : i64, 128 : i64]] : (tensor<?x256xbf16>) -> tensor<?x128xbf16>
+  %q, %s = vllm.dynamic_per_token_scaled_fp8_quant %v : tensor<?x128xbf16> -> tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+  func.return %q, %s : tensor<?x128xf8E4M3FN>, tensor<?x1xf32>
+}
+
+// Fan-out: a user besides the quant keeps everything unfused (see the pass docstring) ...
+// CHECK-LABEL: func.func @fan_out_other_user
+func.func @fan_out_other_user(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %y = vllm.rms_norm
+  // CHECK-NEXT: %q = vllm.static_scaled_fp8_quant %y, %s
+  // CHECK-NEXT: %o = torch.call "aten::relu.default"(%y)
+  %y = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  %o = torch.call "aten::relu.default"(%y) [#torch.operand<0>] : (tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  func.return %q, %o : tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>
+}
+
+// ... also when the other user is an unfusable quant; but when every user is a fusable
+// quant, each gets its own fused op and the norm disappears.
+// CHECK-LABEL: func.func @fan_out_quants
+func.func @fan_out_quants(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<1xf32>) {
+  // CHECK-NEXT: %q0 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<static per_tensor>}
+  // CHECK-NEXT: %q1, %s1 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xi8>, tensor<?x1xf32>
+  %y = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  %q1, %s1 = vllm.dynamic_per_token_scaled_int8_quant %y : tensor<?x256xbf16> -> tensor<?x256xi8>, tensor<?x1xf32>
+  // CHECK-NEXT: %y2 = vllm.rms_norm
+  // CHECK-NEXT: %q2 = vllm.static_scaled_fp8_quant %y2, %s
+  // CHECK-NEXT: %q3, %s3 = vllm.dynamic_scaled_fp8_quant %y2
+  %y2 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q2 = vllm.static_scaled_fp8_quant %y2, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  %q3, %s3 = vllm.dynamic_scaled_fp8_quant %y2 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<1xf32>
+  // CHECK-NEXT: func.return
+  func.return %q0, %q1, %s1, %q2, %s3 : tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<1xf32>
+}
+
+// Guards: a weight of another dtype than x (Gemma-style), or variance_size: no fusion.
+// CHECK-LABEL: func.func @guards
+func.func @guards(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %wf: tensor<256xf32>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %y0 = vllm.rms_norm %x weight(%wf : tensor<256xf32>)
+  // CHECK-NEXT: %q0 = vllm.static_scaled_fp8_quant %y0, %s
+  %y0 = vllm.rms_norm %x weight(%wf : tensor<256xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %y0, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %y1, %r1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<256xf32>)
+  // CHECK-NEXT: %q1 = vllm.static_scaled_fp8_quant %y1, %s
+  %y1, %r1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<256xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  %q1 = vllm.static_scaled_fp8_quant %y1, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %y2 = vllm.rms_norm %x {epsilon = 1.000000e-06 : f64, variance_size = 128 : i64}
+  // CHECK-NEXT: %q2 = vllm.static_scaled_fp8_quant %y2, %s
+  %y2 = vllm.rms_norm %x {epsilon = 1.0e-06 : f64, variance_size = 128 : i64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q2 = vllm.static_scaled_fp8_quant %y2, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: func.return
+  func.return %q0, %q1, %q2, %r1 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>
+}
+
+// Runtime epsilon (as torch.compile(dynamic=True) passes it) is carried as an operand.
+// CHECK-LABEL: func.func @runtime_epsilon
+func.func @runtime_epsilon(%x: tensor<?x256xf32>, %w: tensor<256xf32>, %e: tensor<f64>) -> (tensor<?x256xf8E4M3FN>, tensor<?x2xf32>) {
+  // CHECK-NEXT: %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<256xf32>) epsilon(%e : tensor<f64>) {scheme = #vllm.quant<dynamic per_group 128>} : tensor<?x256xf32> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  // CHECK-NEXT: func.return %q, %s
+  %y = vllm.rms_norm %x weight(%w : tensor<256xf32>) epsilon(%e : tensor<f64>) : tensor<?x256xf32> -> tensor<?x256xf32>
+  %q, %s = vllm.per_token_group_fp8_quant %y {group_size = 128 : i64} : tensor<?x256xf32> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  func.return %q, %s : tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+}
+
+// A residual add feeding rms_norm and the residual stream is raised to fused_add_rms_norm
+// (other users of the sum take residual_out), then fused with the quant.
+// CHECK-LABEL: func.func @residual_add
+func.func @residual_add(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %q, %a = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>
+  %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] kwargs {alpha = 1 : i64} : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %y = vllm.rms_norm %a weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // Without a quant after it the add + norm still becomes fused_add_rms_norm; a user of
+  // the sum placed before the norm is served by placing the fused op at the add.
+  // CHECK-NEXT: %y2, %a2 = vllm.fused_add_rms_norm %x, %a weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-05 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  // CHECK-NEXT: %n = torch.call "aten::neg.default"(%a2)
+  %a2 = torch.call "aten::add.Tensor"(%x, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %n = torch.call "aten::neg.default"(%a2) [#torch.operand<0>] : (tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %y2 = vllm.rms_norm %a2 weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  // CHECK-NOT: aten::add
+  // CHECK-NOT: vllm.rms_norm
+  // CHECK-NOT: vllm.static_scaled_fp8_quant
+  // CHECK-NEXT: func.return %q, %y2, %n
+  func.return %q, %y2, %n : tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x256xbf16>
+}
+
+// Adds that are not a plain residual add stay: alpha 2, a broadcast.
+// CHECK-LABEL: func.func @not_residual_add
+func.func @not_residual_add(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %b: tensor<256xbf16>) -> (tensor<?x256xbf16>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %a = torch.call "aten::add.Tensor"
+  // CHECK-NEXT: %y = vllm.rms_norm %a
+  // CHECK-NEXT: %a1 = torch.call "aten::add.Tensor"
+  // CHECK-NEXT: %y1 = vllm.rms_norm %a1
+  %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] kwargs {alpha = 2 : i64} : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %y = vllm.rms_norm %a {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %a1 = torch.call "aten::add.Tensor"(%x, %b) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+  %y1 = vllm.rms_norm %a1 {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  func.return %y, %y1 : tensor<?x256xbf16>, tensor<?x256xbf16>
+}
