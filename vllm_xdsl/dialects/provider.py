@@ -41,7 +41,7 @@ def _power_of_two(name: str, allowed: range) -> Callable[[IRDLOperation], None]:
 
 IMPL_PROPERTIES: dict[str, tuple[str, Callable[[IRDLOperation], None] | None]] = {
     # name: (kind, checker)
-    "block_size": ("int", _power_of_two("block_size", range(1, 1 << 17))),
+    "block_size": ("int", _power_of_two("block_size", range(1, (1 << 16) + 1))),
     "num_warps": ("int", _power_of_two("num_warps", range(1, 33))),
     "vec_width": ("int", _power_of_two("vec_width", range(1, 17))),
     "inplace": ("unit", None),

@@ -266,7 +266,8 @@ class _FusedQuantMixin(_QuantMixin):
             scheme = self.scheme.to_scheme(dtype)  # type: ignore[attr-defined]
         except ValueError as e:
             raise VerifyException(
-                f"scheme {self.scheme} does not fit result type {dtype}: "  # type: ignore[attr-defined]
+                f"scheme {self.scheme} does not fit result element type "  # type: ignore[attr-defined]
+                f"{self.q.type.element_type}: "
                 f"{str(e).split(': ', 1)[-1]}"
             ) from None
         if scheme.static:
@@ -347,7 +348,7 @@ class SiluAndMulQuantSignature(_FusedQuantMixin):
 def _check_silu_halves(x: TensorType, out: SSAValue, what: str) -> None:
     h = check.hidden_size(x)
     if h >= 0 and h % 2:
-        raise VerifyException(f"silu_and_mul needs an even last dimension, got {h}")
+        raise VerifyException(f"x needs an even last dimension (gate and up halves), got {h}")
     t = check.tensor_of(out, what)
     expected = (*x.get_shape()[:-1], h // 2 if h >= 0 else h)
     if not check.shapes_agree(t.get_shape(), expected):

@@ -92,7 +92,13 @@ class QuantSchemeAttr(ParametrizedAttribute):
             raise VerifyException(f"unknown quant granularity {self.granularity.data!r}")
         # The dtype does not matter for these structural checks; int8 rules are checked
         # against the result type by the op verifiers.
-        problem = _structural_problem(self)
+        problem = _structural_problem(
+            self.static,
+            self.granularity.data,
+            self.group_size.data,
+            bool(self.column_major_scales.data),
+            bool(self.use_ue8m0.data),
+        )
         if problem:
             raise VerifyException(f"invalid quant scheme: {problem}")
 
@@ -136,21 +142,35 @@ class QuantSchemeAttr(ParametrizedAttribute):
                     group_eps = parser.parse_float()
                 else:
                     break
-        attr = cls.get(
-            static=mode == "static",
-            granularity=granularity,
-            group_size=group_size,
-            column_major_scales=column_major,
-            use_ue8m0=use_ue8m0,
-            group_eps=group_eps,
-        )
-        return list(attr.parameters)
+            params = [
+                StringAttr(mode),
+                StringAttr(granularity),
+                IntAttr(group_size),
+                IntAttr(int(column_major)),
+                IntAttr(int(use_ue8m0)),
+                FloatData(group_eps),
+            ]
+            problem = _structural_problem(
+                mode == "static", granularity, group_size, column_major, use_ue8m0
+            )
+            if problem:
+                parser.raise_error(f"invalid quant scheme: {problem}")
+        return params
 
 
-def _structural_problem(attr: QuantSchemeAttr) -> str | None:
+def _structural_problem(
+    static: bool, granularity: str, group_size: int, column_major: bool, use_ue8m0: bool
+) -> str | None:
     """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
+    scheme = dict(
+        static=static,
+        granularity=granularity,
+        group_size=group_size,
+        column_major_scales=column_major,
+        use_ue8m0=use_ue8m0,
+    )
     try:
-        attr.to_scheme(torch.float8_e4m3fn)
+        QuantScheme(torch.float8_e4m3fn, **scheme)  # type: ignore[arg-type]
     except ValueError as e:
         return str(e).split(": ", 1)[-1]
     return None

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from vllm_xdsl.tools.diagnostics import (
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(str(e), file=sys.stderr)
         return 1
-    except (DiagnosticException, ValueError, OSError, KeyError) as e:
+    except (DiagnosticException, ValueError, OSError, KeyError, ArgSpecParseError) as e:
         print(f"vllm-opt: error: {one_line(e)}", file=sys.stderr)
         return 1
     except ParseError as e:

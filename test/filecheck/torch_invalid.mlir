@@ -1,0 +1,23 @@
+// RUN: vllm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @unqualified(%a: tensor<4xf32>) {
+  %s = torch.call "add"(%a) [#torch.operand<0>] : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+// CHECK: 'torch.call' op target must be a qualified overload name like 'aten::add.Tensor', got 'add'
+
+// -----
+
+func.func @dangling_operand(%a: tensor<4xf32>) {
+  %s = torch.call "aten::neg.default"(%a) [#torch.operand<1>] : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+// CHECK: 'torch.call' op #torch.operand<1> refers past the 1 operands of aten::neg.default
+
+// -----
+
+func.func @unused_operand(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  %s = torch.call "aten::neg.default"(%a, %b) [#torch.operand<0>] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+// CHECK: 'torch.call' op operands [1] of aten::neg.default are not used by args or kwargs

@@ -1,0 +1,198 @@
+"""vllm-opt as a user meets it: bad input gives one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_xdsl.tools.pass_flags import split_pass_flags
+from vllm_xdsl.tools.vllm_opt import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FILECHECK_DIR = ROOT / "test" / "filecheck"
+
+GOOD_NORM = (
+    "func.func @f(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {\n"
+    "  %y = vllm.rms_norm %x {epsilon = 1.0e-05 : f64} : tensor<?x64xbf16> -> tensor<?x64xbf16>\n"
+    "  func.return %y : tensor<?x64xbf16>\n"
+    "}\n"
+)
+
+
+def run_opt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run vllm-opt in this process (fast); `stdin` text is read as the tool reads stdin."""
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # argparse exits on its own errors
+                code = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.stdin = old_stdin
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def test_console_script_reports_errors_without_traceback(tmp_path: Path):
+    """The installed `vllm-opt` entry point itself, once, in a real process."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f( {\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "vllm_xdsl.tools.vllm_opt", str(bad)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{bad}:1:15: error:")
+    assert "Traceback" not in result.stderr
+
+
+def _func(body: str, args: str = "%x: tensor<?x64xbf16>") -> str:
+    return f"func.func @f({args}) {{\n{body}\n  func.return\n}}\n"
+
+
+# (name, input text, extra args, expected fragment of the one-line error)
+MALFORMED: list[tuple[str, str, tuple[str, ...], str]] = [
+    ("unclosed function", "func.func @f(%x: tensor<4xf32>) {\n", (), "error:"),
+    ("garbage", "this is not IR\n", (), "error:"),
+    ("unknown op", _func("  %y = vllm.layer_norm %x : tensor<?x64xbf16> -> tensor<?x64xbf16>"), (),
+     "vllm.layer_norm"),
+    ("unknown dialect", _func("  %y = foo.bar %x : tensor<?x64xbf16>"), (), "foo.bar"),
+    ("undefined value", _func("  %y = vllm.silu_and_mul %z : tensor<?x64xbf16> -> tensor<?x32xbf16>"),
+     (), "%z"),
+    ("bad type", _func("  %y = vllm.silu_and_mul %x : tensor<?x64xbogus> -> tensor<?x32xbf16>"), (),
+     "error:"),
+    ("type mismatch with def", _func(
+        "  %y = vllm.silu_and_mul %x : tensor<?x32xbf16> -> tensor<?x16xbf16>"), (), "error:"),
+    ("weight size", _func(
+        "  %y = vllm.rms_norm %x weight(%w : tensor<32xbf16>) {epsilon = 1.0e-05 : f64} "
+        ": tensor<?x64xbf16> -> tensor<?x64xbf16>", "%x: tensor<?x64xbf16>, %w: tensor<32xbf16>"),
+     (), "weight size 32 does not match the hidden size 64"),
+    ("missing epsilon", _func(
+        "  %y = vllm.rms_norm %x : tensor<?x64xbf16> -> tensor<?x64xbf16>"), (),
+     "epsilon must be given exactly once"),
+    ("quant result not fp8", _func(
+        "  %q = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xbf16>, tensor<1xf32> -> "
+        "tensor<?x64xf16>", "%x: tensor<?x64xbf16>, %s: tensor<1xf32>"), (), "must be fp8"),
+    ("odd silu", _func("  %y = vllm.silu_and_mul %x : tensor<?x63xbf16> -> tensor<?x31xbf16>",
+                       "%x: tensor<?x63xbf16>"), (), "even last dimension"),
+    ("group size", _func(
+        "  %q, %s = vllm.per_token_group_fp8_quant %x {group_size = 48 : i64} : tensor<?x64xbf16> "
+        "-> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"), (), "group_size 48 does not divide"),
+    ("bad scheme keyword", _func(
+        "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<dynamic "
+        "per_row>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"), (),
+     "expected per_tensor, per_token or per_group"),
+    ("invalid scheme", _func(
+        "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<static "
+        "per_token>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"), (),
+     "a static scale is per tensor"),
+    ("scheme vs result", _func(
+        "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<dynamic "
+        "per_group 32>} : tensor<?x64xbf16> -> tensor<?x64xi8>, tensor<?x2xf32>"), (),
+     "per-group quantization is fp8 only"),
+    ("wrong property type", _func(
+        "  %y = vllm.rms_norm %x {epsilon = 1 : i64} : tensor<?x64xbf16> -> tensor<?x64xbf16>"), (),
+     "error:"),
+    ("unqualified torch target", _func(
+        '  %y = torch.call "neg"(%x) [#torch.operand<0>] : (tensor<?x64xbf16>) -> tensor<?x64xbf16>'),
+     (), "qualified overload name"),
+    ("dangling operand ref", _func(
+        '  %y = torch.call "aten::neg.default"(%x) [#torch.operand<3>] : (tensor<?x64xbf16>) -> '
+        "tensor<?x64xbf16>"), (), "refers past"),
+    ("bad provider property", _func(
+        "  %y = triton.rms_norm %x {epsilon = 1.0e-05 : f64, block_size = 100 : i64} : "
+        "tensor<?x64xbf16> -> tensor<?x64xbf16>"), (), "block_size must be a power of two"),
+    ("no in-place variant", _func(
+        "  %y = cuda.silu_and_mul %x {inplace} : tensor<?x64xbf16> -> tensor<?x32xbf16>"), (),
+     "has no in-place variant"),
+    ("unknown pass via -p", GOOD_NORM, ("-p", "no-such-pass"), "no-such-pass"),
+    ("unknown flag", GOOD_NORM, ("--no-such-pass",), "unrecognized arguments"),
+    ("unknown target", GOOD_NORM, ("-t", "no-such-target"), "no-such-target"),
+    ("bad pipeline syntax", GOOD_NORM, ("-p", "canonicalize{"), "error"),
+]
+
+
+@pytest.mark.parametrize(
+    "text,args,expected", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
+)
+def test_malformed_input_gives_one_clear_line(text: str, args: tuple[str, ...], expected: str):
+    result = run_opt(*args, stdin=text)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr + result.stdout
+    assert expected in result.stderr
+    # One line of diagnosis (argparse adds its usage block before its one error line).
+    error_lines = [line for line in result.stderr.splitlines() if "error" in line]
+    assert len(error_lines) == 1, result.stderr
+
+
+def test_there_are_at_least_twenty_malformed_cases():
+    assert len(MALFORMED) >= 20
+
+
+def test_verifier_error_points_at_the_op_line():
+    text = _func(
+        "  %y = vllm.rms_norm %x {epsilon = -1.0 : f64} : tensor<?x64xbf16> -> tensor<?x64xbf16>"
+    )
+    result = run_opt(stdin=text)
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("stdin:2:3: error: 'vllm.rms_norm' op epsilon must be")
+
+
+def test_missing_file_is_one_line(tmp_path: Path):
+    result = run_opt(str(tmp_path / "absent.mlir"))
+    assert result.returncode == 1
+    assert "No such file" in result.stderr and "Traceback" not in result.stderr
+
+
+def _valid_ir_files() -> list[Path]:
+    """Test and example files that hold valid IR (not diagnostics tests)."""
+    files = sorted(FILECHECK_DIR.glob("*.mlir")) + sorted((ROOT / "examples").glob("*.mlir"))
+    return [
+        f
+        for f in files
+        if "verify-diagnostics" not in f.read_text() and "not vllm-opt" not in f.read_text()
+    ]
+
+
+@pytest.mark.parametrize("path", _valid_ir_files(), ids=lambda p: p.name)
+def test_generic_form_round_trips(path: Path):
+    """`vllm-opt X --print-op-generic | vllm-opt` reproduces `vllm-opt X`."""
+    split = ("--split-input-file",) if "// -----" in path.read_text() else ()
+    custom = run_opt(str(path), *split)
+    assert custom.returncode == 0, custom.stderr
+    generic = run_opt(str(path), *split, "--print-op-generic")
+    assert generic.returncode == 0, generic.stderr
+    chunks = generic.stdout.split("// -----\n")
+    reparsed = "// -----\n".join(run_opt(stdin=chunk).stdout for chunk in chunks)
+    assert reparsed == custom.stdout
+
+
+def test_pass_flags_become_one_pipeline():
+    passes = {"fuse-norm-quant", "lower-dispatch"}
+    argv = ["--fuse-norm-quant", "in.mlir", "--lower-dispatch=target=rocm"]
+    assert split_pass_flags(argv, passes) == [
+        "-p",
+        "fuse-norm-quant,lower-dispatch{target=rocm}",
+        "in.mlir",
+    ]
+
+
+def test_pass_flag_options_are_quoted_for_the_pipeline_parser():
+    argv = ["-p", "canonicalize", "--lower-dispatch=target=cpu priority=rms_norm=triton,native"]
+    assert split_pass_flags(argv, {"lower-dispatch"}) == [
+        "-p",
+        'canonicalize,lower-dispatch{target=cpu priority="rms_norm=triton,native"}',
+    ]
+
+
+def test_pass_flag_option_without_value_is_an_error():
+    with pytest.raises(ValueError, match="must be key=value"):
+        split_pass_flags(["--lower-dispatch=cpu"], {"lower-dispatch"})
