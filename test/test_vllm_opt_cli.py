@@ -47,7 +47,9 @@ def test_console_script_reports_errors_without_traceback(tmp_path: Path):
     bad.write_text("func.func @f( {\n")
     result = subprocess.run(
         [sys.executable, "-m", "vllm_xdsl.tools.vllm_opt", str(bad)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert result.stderr.startswith(f"{bad}:1:15: error:")
@@ -62,57 +64,142 @@ def _func(body: str, args: str = "%x: tensor<?x64xbf16>") -> str:
 MALFORMED: list[tuple[str, str, tuple[str, ...], str]] = [
     ("unclosed function", "func.func @f(%x: tensor<4xf32>) {\n", (), "error:"),
     ("garbage", "this is not IR\n", (), "error:"),
-    ("unknown op", _func("  %y = vllm.layer_norm %x : tensor<?x64xbf16> -> tensor<?x64xbf16>"), (),
-     "vllm.layer_norm"),
+    (
+        "unknown op",
+        _func("  %y = vllm.layer_norm %x : tensor<?x64xbf16> -> tensor<?x64xbf16>"),
+        (),
+        "vllm.layer_norm",
+    ),
     ("unknown dialect", _func("  %y = foo.bar %x : tensor<?x64xbf16>"), (), "foo.bar"),
-    ("undefined value", _func("  %y = vllm.silu_and_mul %z : tensor<?x64xbf16> -> tensor<?x32xbf16>"),
-     (), "%z"),
-    ("bad type", _func("  %y = vllm.silu_and_mul %x : tensor<?x64xbogus> -> tensor<?x32xbf16>"), (),
-     "error:"),
-    ("type mismatch with def", _func(
-        "  %y = vllm.silu_and_mul %x : tensor<?x32xbf16> -> tensor<?x16xbf16>"), (), "error:"),
-    ("weight size", _func(
-        "  %y = vllm.rms_norm %x weight(%w : tensor<32xbf16>) {epsilon = 1.0e-05 : f64} "
-        ": tensor<?x64xbf16> -> tensor<?x64xbf16>", "%x: tensor<?x64xbf16>, %w: tensor<32xbf16>"),
-     (), "weight size 32 does not match the hidden size 64"),
-    ("missing epsilon", _func(
-        "  %y = vllm.rms_norm %x : tensor<?x64xbf16> -> tensor<?x64xbf16>"), (),
-     "epsilon must be given exactly once"),
-    ("quant result not fp8", _func(
-        "  %q = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xbf16>, tensor<1xf32> -> "
-        "tensor<?x64xf16>", "%x: tensor<?x64xbf16>, %s: tensor<1xf32>"), (), "must be fp8"),
-    ("odd silu", _func("  %y = vllm.silu_and_mul %x : tensor<?x63xbf16> -> tensor<?x31xbf16>",
-                       "%x: tensor<?x63xbf16>"), (), "even last dimension"),
-    ("group size", _func(
-        "  %q, %s = vllm.per_token_group_fp8_quant %x {group_size = 48 : i64} : tensor<?x64xbf16> "
-        "-> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"), (), "group_size 48 does not divide"),
-    ("bad scheme keyword", _func(
-        "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<dynamic "
-        "per_row>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"), (),
-     "expected per_tensor, per_token or per_group"),
-    ("invalid scheme", _func(
-        "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<static "
-        "per_token>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"), (),
-     "a static scale is per tensor"),
-    ("scheme vs result", _func(
-        "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<dynamic "
-        "per_group 32>} : tensor<?x64xbf16> -> tensor<?x64xi8>, tensor<?x2xf32>"), (),
-     "per-group quantization is fp8 only"),
-    ("wrong property type", _func(
-        "  %y = vllm.rms_norm %x {epsilon = 1 : i64} : tensor<?x64xbf16> -> tensor<?x64xbf16>"), (),
-     "error:"),
-    ("unqualified torch target", _func(
-        '  %y = torch.call "neg"(%x) [#torch.operand<0>] : (tensor<?x64xbf16>) -> tensor<?x64xbf16>'),
-     (), "qualified overload name"),
-    ("dangling operand ref", _func(
-        '  %y = torch.call "aten::neg.default"(%x) [#torch.operand<3>] : (tensor<?x64xbf16>) -> '
-        "tensor<?x64xbf16>"), (), "refers past"),
-    ("bad provider property", _func(
-        "  %y = triton.rms_norm %x {epsilon = 1.0e-05 : f64, block_size = 100 : i64} : "
-        "tensor<?x64xbf16> -> tensor<?x64xbf16>"), (), "block_size must be a power of two"),
-    ("no in-place variant", _func(
-        "  %y = cuda.silu_and_mul %x {inplace} : tensor<?x64xbf16> -> tensor<?x32xbf16>"), (),
-     "has no in-place variant"),
+    (
+        "undefined value",
+        _func("  %y = vllm.silu_and_mul %z : tensor<?x64xbf16> -> tensor<?x32xbf16>"),
+        (),
+        "%z",
+    ),
+    (
+        "bad type",
+        _func("  %y = vllm.silu_and_mul %x : tensor<?x64xbogus> -> tensor<?x32xbf16>"),
+        (),
+        "error:",
+    ),
+    (
+        "type mismatch with def",
+        _func("  %y = vllm.silu_and_mul %x : tensor<?x32xbf16> -> tensor<?x16xbf16>"),
+        (),
+        "error:",
+    ),
+    (
+        "weight size",
+        _func(
+            "  %y = vllm.rms_norm %x weight(%w : tensor<32xbf16>) {epsilon = 1.0e-05 : f64} "
+            ": tensor<?x64xbf16> -> tensor<?x64xbf16>",
+            "%x: tensor<?x64xbf16>, %w: tensor<32xbf16>",
+        ),
+        (),
+        "weight size 32 does not match the hidden size 64",
+    ),
+    (
+        "missing epsilon",
+        _func("  %y = vllm.rms_norm %x : tensor<?x64xbf16> -> tensor<?x64xbf16>"),
+        (),
+        "epsilon must be given exactly once",
+    ),
+    (
+        "quant result not fp8",
+        _func(
+            "  %q = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xbf16>, tensor<1xf32> -> "
+            "tensor<?x64xf16>",
+            "%x: tensor<?x64xbf16>, %s: tensor<1xf32>",
+        ),
+        (),
+        "must be fp8",
+    ),
+    (
+        "odd silu",
+        _func(
+            "  %y = vllm.silu_and_mul %x : tensor<?x63xbf16> -> tensor<?x31xbf16>",
+            "%x: tensor<?x63xbf16>",
+        ),
+        (),
+        "even last dimension",
+    ),
+    (
+        "group size",
+        _func(
+            "  %q, %s = vllm.per_token_group_fp8_quant %x {group_size = 48 : i64} : tensor<?x64xbf16> "
+            "-> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"
+        ),
+        (),
+        "group_size 48 does not divide",
+    ),
+    (
+        "bad scheme keyword",
+        _func(
+            "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<dynamic "
+            "per_row>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"
+        ),
+        (),
+        "expected per_tensor, per_token or per_group",
+    ),
+    (
+        "invalid scheme",
+        _func(
+            "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<static "
+            "per_token>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>"
+        ),
+        (),
+        "a static scale is per tensor",
+    ),
+    (
+        "scheme vs result",
+        _func(
+            "  %q, %s = vllm.rms_norm_quant %x {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<dynamic "
+            "per_group 32>} : tensor<?x64xbf16> -> tensor<?x64xi8>, tensor<?x2xf32>"
+        ),
+        (),
+        "per-group quantization is fp8 only",
+    ),
+    (
+        "wrong property type",
+        _func(
+            "  %y = vllm.rms_norm %x {epsilon = 1 : i64} : tensor<?x64xbf16> -> tensor<?x64xbf16>"
+        ),
+        (),
+        "error:",
+    ),
+    (
+        "unqualified torch target",
+        _func(
+            '  %y = torch.call "neg"(%x) [#torch.operand<0>] : (tensor<?x64xbf16>) -> tensor<?x64xbf16>'
+        ),
+        (),
+        "qualified overload name",
+    ),
+    (
+        "dangling operand ref",
+        _func(
+            '  %y = torch.call "aten::neg.default"(%x) [#torch.operand<3>] : (tensor<?x64xbf16>) -> '
+            "tensor<?x64xbf16>"
+        ),
+        (),
+        "refers past",
+    ),
+    (
+        "bad provider property",
+        _func(
+            "  %y = triton.rms_norm %x {epsilon = 1.0e-05 : f64, block_size = 100 : i64} : "
+            "tensor<?x64xbf16> -> tensor<?x64xbf16>"
+        ),
+        (),
+        "block_size must be a power of two",
+    ),
+    (
+        "no in-place variant",
+        _func("  %y = cuda.silu_and_mul %x {inplace} : tensor<?x64xbf16> -> tensor<?x32xbf16>"),
+        (),
+        "has no in-place variant",
+    ),
     ("unknown pass via -p", GOOD_NORM, ("-p", "no-such-pass"), "no-such-pass"),
     ("unknown flag", GOOD_NORM, ("--no-such-pass",), "unrecognized arguments"),
     ("unknown target", GOOD_NORM, ("-t", "no-such-target"), "no-such-target"),

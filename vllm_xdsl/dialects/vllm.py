@@ -275,7 +275,9 @@ class _FusedQuantMixin(_QuantMixin):
                 raise VerifyException("a static scheme needs a scale(...) operand")
             check.static_scale(self.scale)
             if self.scales is not None:
-                raise VerifyException("a static scheme has no scales result (the scale is an input)")
+                raise VerifyException(
+                    "a static scheme has no scales result (the scale is an input)"
+                )
         else:
             if self.scale is not None:
                 raise VerifyException("a dynamic scheme computes its scales: remove scale(...)")

@@ -120,15 +120,15 @@ class QuantSchemeAttr(ParametrizedAttribute):
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
             mode = parser.expect(
-                lambda: parser.parse_optional_keyword("static")
-                or parser.parse_optional_keyword("dynamic"),
+                lambda: (
+                    parser.parse_optional_keyword("static")
+                    or parser.parse_optional_keyword("dynamic")
+                ),
                 "expected 'static' or 'dynamic'",
             )
             keyword = parser.parse_identifier(" (per_tensor, per_token or per_group)")
             if keyword not in _GRANULARITY_OF_KEYWORD:
-                parser.raise_error(
-                    f"expected per_tensor, per_token or per_group, got {keyword!r}"
-                )
+                parser.raise_error(f"expected per_tensor, per_token or per_group, got {keyword!r}")
             granularity = _GRANULARITY_OF_KEYWORD[keyword]
             group_size = parser.parse_integer() if granularity == "group" else 0
             column_major = use_ue8m0 = False

@@ -49,7 +49,9 @@ def activation(value: SSAValue, what: str = "x") -> TensorType:
         raise VerifyException(f"{what} must have rank >= 1 (hidden size last), got {t}")
     dtype = _dtype(t.element_type)
     if dtype not in ACTIVATION_DTYPES:
-        raise VerifyException(f"{what} must have element type f16, bf16 or f32, got {t.element_type}")
+        raise VerifyException(
+            f"{what} must have element type f16, bf16 or f32, got {t.element_type}"
+        )
     return t
 
 
@@ -57,7 +59,9 @@ def hidden_size(t: TensorType) -> int:
     return t.get_shape()[-1]
 
 
-def same_shape(value: SSAValue, like: TensorType, what: str, element_type: Attribute | None) -> None:
+def same_shape(
+    value: SSAValue, like: TensorType, what: str, element_type: Attribute | None
+) -> None:
     """`value` has the shape of `like`, and `element_type` if given."""
     t = tensor_of(value, what)
     shape, ref = t.get_shape(), like.get_shape()
@@ -94,7 +98,9 @@ def epsilon(prop: Attribute | None, operand: SSAValue | None) -> None:
     if operand is not None:
         t = operand.type
         scalar = isinstance(t, AnyFloat) or (
-            isinstance(t, TensorType) and t.get_num_dims() == 0 and isinstance(t.element_type, AnyFloat)
+            isinstance(t, TensorType)
+            and t.get_num_dims() == 0
+            and isinstance(t.element_type, AnyFloat)
         )
         if not scalar:
             raise VerifyException(f"runtime epsilon must be a float scalar or 0-d tensor, got {t}")
