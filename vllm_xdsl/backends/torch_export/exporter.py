@@ -1,0 +1,182 @@
+"""IR -> torch.fx.GraphModule.
+
+- `torch.call` calls its overload (or higher-order op / Python function) with the literal
+  arguments of its template; tuple results are read with getitem.
+- `vllm.*` ops call `torch.ops.vllm_xdsl.*`, provider ops their backend's torch op.
+- A runtime epsilon (a 0-d f64 tensor operand, as under `dynamic=True`): an unlowered
+  `vllm` op is exported as its native decomposition traced with that tensor as epsilon
+  (plain aten ops, no value ever baked in, Inductor can fuse it); a provider op, whose
+  kernel takes a float, gets `aten._local_scalar_dense(eps)` (a runtime read).
+- `torch.get_attr` reads the constant from `owner` (the original GraphModule).
+
+Every node gets `meta["val"]`: copied from the FX node the op was imported from when its
+inputs are unchanged, else computed by running the op on fake tensors, so Inductor sees
+the same dtypes, strides and symbolic shapes as in the input graph.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
+from vllm_xdsl.dialects.vllm import SemanticSignature
+from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
+
+from .literals import ExportError, python_value
+from .meta import FakeRunner
+from .semantic import native_arguments, provider_of, result_indices, torch_overload
+
+# Metadata worth keeping from the original node (val is handled separately).
+_KEPT_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
+
+
+def _returns_tuple(target: Any, op: CallOp) -> bool:
+    name = op.target.data
+    if name.startswith(f"{PYTHON}::"):
+        return False
+    if name.startswith(f"{HIGHER_ORDER}::"):
+        return True
+    returns = target._schema.returns
+    return len(returns) != 1 or isinstance(returns[0].type, torch.ListType)
+
+
+class Exporter:
+    def __init__(
+        self, owner: torch.nn.Module | None, example_values: list[Any] | None,
+        origin: dict[Operation, torch.fx.Node] | None,
+    ) -> None:
+        self.graph = torch.fx.Graph()
+        self.owner = owner
+        self.nodes: dict[SSAValue, torch.fx.Node] = {}
+        self.origin = origin or {}
+        self.fake = FakeRunner(example_values)
+        self.example_values = example_values
+
+    def node(self, value: SSAValue) -> torch.fx.Node:
+        return self.nodes[value]
+
+    def export(self, fn: func.FuncOp) -> torch.fx.GraphModule:
+        block = fn.body.block
+        for i, arg in enumerate(block.args):
+            node = self.graph.placeholder(arg.name_hint or f"arg{i}")
+            if self.example_values is not None:
+                node.meta["val"] = self.example_values[i]
+            self.nodes[arg] = node
+        for op in block.ops:
+            self.op(op)
+        root = self.owner if self.owner is not None else torch.nn.Module()
+        gm = torch.fx.GraphModule(root, self.graph)
+        return gm
+
+    def op(self, op: Operation) -> None:
+        if isinstance(op, CallOp):
+            self.call(op)
+        elif isinstance(op, SemanticSignature):
+            self.semantic(op)
+        elif isinstance(op, GetAttrOp):
+            if self.owner is None:
+                raise ExportError(f"torch.get_attr {op.attr_name.data!r} needs an owner module")
+            node = self.graph.get_attr(op.attr_name.data)
+            self.finish(op, node, [op.result], False)
+        elif isinstance(op, func.ReturnOp):
+            self.graph.output(tuple(self.node(v) for v in op.arguments))
+        else:
+            raise ExportError(f"op {op.name} has no torch counterpart (lower it first)")
+
+    def call(self, op: CallOp) -> None:
+        try:
+            target = resolve_target(op.target.data)
+        except (AttributeError, ImportError, RuntimeError) as e:
+            raise ExportError(f"torch.call target {op.target.data!r} not found: {e}") from None
+
+        def operand(i: int) -> torch.fx.Node:
+            return self.node(op.inputs[i])
+
+        args = tuple(python_value(a, operand) for a in op.args.data)
+        kwargs = {k: python_value(v, operand) for k, v in (op.kwargs.data if op.kwargs else {}).items()}
+        node = self.graph.call_function(target, args, kwargs)
+        self.finish(op, node, list(op.outputs), _returns_tuple(target, op))
+
+    def semantic(self, op: SemanticSignature) -> None:
+        epsilon: Any = op.epsilon_float() if hasattr(op, "epsilon") else None
+        eps_value = getattr(op, "epsilon_value", None)
+        runtime_tensor = eps_value is not None and isinstance(eps_value.type, TensorType)
+        if eps_value is not None:
+            epsilon = self.node(eps_value)
+            if runtime_tensor and provider_of(op) != "vllm":
+                epsilon = self.graph.call_function(
+                    torch.ops.aten._local_scalar_dense.default, (epsilon,)
+                )
+                self.fake.run(epsilon)
+        args = native_arguments(op, self.node, epsilon)
+        indices = result_indices(op)
+        if runtime_tensor and provider_of(op) == "vllm":
+            from .decompose import inline_native
+
+            outs = inline_native(self.graph, op.SEMANTIC_NAME, args, self.fake)
+            for value, index in zip(op.results, indices, strict=True):
+                self.nodes[value] = outs[index]
+            return
+        node = self.graph.call_function(torch_overload(op), tuple(args.values()))
+        self.finish(op, node, list(op.results), len(_outputs(op)) > 1, indices)
+
+    def finish(
+        self, op: Operation, node: torch.fx.Node, results: list[SSAValue], is_tuple: bool,
+        indices: list[int] | None = None,
+    ) -> None:
+        source = self.origin.get(op)
+        if source is not None:
+            for key in _KEPT_META:
+                if key in source.meta:
+                    node.meta[key] = source.meta[key]
+        if source is not None and _same_inputs(node, source) and "val" in source.meta:
+            node.meta["val"] = source.meta["val"]
+        else:
+            self.fake.run(node)
+        if not is_tuple:
+            self.nodes[results[0]] = node
+            return
+        for value, index in zip(results, indices or range(len(results)), strict=True):
+            if value.uses:
+                item = self.graph.call_function(operator.getitem, (node, index))
+                self.fake.run(item)
+                self.nodes[value] = item
+
+
+def _outputs(op: SemanticSignature) -> tuple[str, ...]:
+    from vllm_xdsl import ops
+
+    return ops.ALL_OPS[op.SEMANTIC_NAME].outputs
+
+
+def _same_inputs(node: torch.fx.Node, source: torch.fx.Node) -> bool:
+    """Whether the new node reads exactly the (fake) values the original node read."""
+    new, old = node.all_input_nodes, source.all_input_nodes
+    return len(new) == len(old) and all(
+        a.meta.get("val") is b.meta.get("val") and "val" in a.meta for a, b in zip(new, old, strict=True)
+    ) and node.target is source.target
+
+
+def export_module(
+    module: ModuleOp,
+    owner: torch.nn.Module | None = None,
+    example_values: list[Any] | None = None,
+    origin: dict[Operation, torch.fx.Node] | None = None,
+) -> torch.fx.GraphModule:
+    """The GraphModule computing the module's one function.
+
+    `owner` holds the get_attr constants; `example_values` are the (fake) values of the
+    arguments, e.g. the input graph's placeholder `meta["val"]`, for metadata; `origin`
+    maps ops to the FX nodes they were imported from (frontend.ImportedGraph.origin).
+    """
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if len(funcs) != 1:
+        raise ExportError(f"expected one func.func in the module, found {len(funcs)}")
+    return Exporter(owner, example_values, origin).export(funcs[0])

@@ -1,0 +1,117 @@
+"""Semantic ops back to torch: `vllm.<op>` -> `torch.ops.vllm_xdsl.<op>`, a provider op
+`<provider>.<op>` -> `torch.ops.vllm_xdsl_<provider>.<op>`, with the native's arguments.
+
+Provider torch ops are resolved at export time (their backends register them when
+imported), so a missing one is a clear ExportError naming the op and provider.
+Implementation properties (block_size, vec_width, ...) are the kernel's business and are
+not torch arguments.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+from vllm_xdsl.dialects.types import torch_dtype
+from vllm_xdsl.dialects.vllm import SemanticSignature
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
+
+from .literals import ExportError
+
+# Where each provider registers its torch ops (imported on first use), in order.
+PROVIDER_MODULES = ("vllm_xdsl.backends.{}.torch_ops", "vllm_xdsl.backends.{}")
+
+
+def provider_of(op: SemanticSignature) -> str:
+    return op.name.split(".", 1)[0]
+
+
+def torch_overload(op: SemanticSignature) -> torch._ops.OpOverload:
+    """The torch op a semantic or provider op calls."""
+    provider = provider_of(op)
+    name = op.SEMANTIC_NAME
+    namespace = "vllm_xdsl" if provider == "vllm" else f"vllm_xdsl_{provider}"
+    if provider == "vllm":
+        import vllm_xdsl.ops  # noqa: F401  (registers torch.ops.vllm_xdsl)
+    packet = _find(namespace, name)
+    if packet is None and provider != "vllm":
+        _load(provider)
+        packet = _find(namespace, name)
+    if packet is None:
+        raise ExportError(
+            f"{op.name}: torch op {namespace}::{name} is not registered "
+            f"(is the {provider} backend installed and importable?)"
+        )
+    return packet.default
+
+
+def _find(namespace: str, name: str) -> Any:
+    try:
+        return getattr(getattr(torch.ops, namespace), name)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _load(provider: str) -> None:
+    for pattern in PROVIDER_MODULES:
+        try:
+            importlib.import_module(pattern.format(provider))
+            return
+        except ImportError:
+            continue
+
+
+def _scheme_args(op: Any) -> dict[str, Any]:
+    scheme = op.quant_scheme()
+    return {
+        "quant_dtype": scheme.dtype,
+        "static": scheme.static,
+        "granularity": scheme.granularity,
+        "group_size": scheme.group_size,
+        "column_major_scales": scheme.column_major_scales,
+        "use_ue8m0": scheme.use_ue8m0,
+        "group_eps": scheme.group_eps,
+    }
+
+
+def native_arguments(op: Any, operand: Any, epsilon: Any) -> dict[str, Any]:
+    """The native's arguments by name; `operand(value)` gives an SSA value's node and
+    `epsilon` is what to pass for epsilon (the property value or a runtime node)."""
+    from vllm_xdsl import ops
+
+    args: dict[str, Any] = {}
+    for name in ops.ALL_OPS[op.SEMANTIC_NAME].signature.parameters:
+        if name == "epsilon":
+            args[name] = epsilon
+        elif name in ("fp8_dtype",):
+            args[name] = torch_dtype(op.q.type.element_type)
+        elif name in ("quant_dtype", "static", "granularity") or (
+            name in ("group_size", "column_major_scales", "use_ue8m0", "group_eps")
+            and hasattr(op, "scheme")
+        ):
+            args[name] = _scheme_args(op)[name]
+        elif name == "group_size":
+            args[name] = op.group_size.value.data
+        elif name in ("column_major_scales", "use_ue8m0"):
+            attr = getattr(op, name)
+            args[name] = attr is not None and bool(attr.value.data)
+        elif name == "eps":
+            args[name] = DEFAULT_GROUP_EPS if op.eps is None else op.eps.value.data
+        elif name == "variance_size":
+            args[name] = None if op.variance_size is None else op.variance_size.value.data
+        else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent
+            value = getattr(op, name)
+            args[name] = None if value is None else operand(value)
+    return args
+
+
+def result_indices(op: SemanticSignature) -> list[int]:
+    """For each IR result of the op, the index of that output in the torch op's results."""
+    from vllm_xdsl import ops
+
+    outputs = ops.ALL_OPS[op.SEMANTIC_NAME].outputs
+    names = [name for name, _ in type(op).get_irdl_definition().results]
+    present = [name for name in names if getattr(op, name) is not None]
+    return [outputs.index(name) for name in present]

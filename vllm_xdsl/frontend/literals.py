@@ -1,0 +1,72 @@
+"""Literal arguments of FX nodes as attributes of the `torch.call` argument template.
+
+Nodes become `#torch.operand<i>` (operands are numbered in order of first use); Python
+literals become attributes that the exporter turns back into the same Python values:
+ints `i64`, floats `f64`, bools `i1`, strings, None, dtypes, devices, and named torch
+values (layouts, memory formats, op overloads) as `#torch.enum<"dotted.path">`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    Float64Type,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+)
+from xdsl.ir import Attribute
+
+from vllm_xdsl.dialects.torch import DeviceAttr, DtypeAttr, EnumAttr, NoneAttr, OperandRefAttr
+from vllm_xdsl.dialects.types import UnsupportedDtypeError, ir_element_type
+from vllm_xdsl.frontend.types import FrontendError
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def _named(value: Any) -> str | None:
+    """The dotted path by which torch names a layout, memory format or op overload."""
+    if isinstance(value, (torch.layout, torch.memory_format)):
+        return str(value)  # 'torch.strided', 'torch.contiguous_format'
+    if isinstance(value, torch._ops.OpOverload):
+        return f"torch.ops.{value.namespace}.{value._schema.name.split('::')[1]}.{value._overloadname}"
+    return None
+
+
+def literal(value: Any, operand: Callable[[torch.fx.Node], int], what: str) -> Attribute:
+    """The attribute of one argument; `operand(node)` gives a node's operand index."""
+    if isinstance(value, torch.fx.Node):
+        return OperandRefAttr(IntAttr(operand(value)))
+    if isinstance(value, bool):
+        return BoolAttr.from_bool(value)
+    if isinstance(value, int):
+        if not _I64_MIN <= value <= _I64_MAX:
+            raise FrontendError(f"{what}: integer {value} does not fit in i64")
+        return IntegerAttr(value, IntegerType(64))
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    if isinstance(value, str):
+        return StringAttr(value)
+    if value is None:
+        return NoneAttr()
+    if isinstance(value, torch.dtype):
+        try:
+            return DtypeAttr(ir_element_type(value))
+        except UnsupportedDtypeError as e:
+            raise FrontendError(f"{what}: {e}") from None
+    if isinstance(value, torch.device):
+        return DeviceAttr(StringAttr(str(value)))
+    if isinstance(value, (list, tuple)):
+        return ArrayAttr([literal(v, operand, what) for v in value])
+    name = _named(value)
+    if name is not None:
+        return EnumAttr(StringAttr(name))
+    raise FrontendError(f"{what}: cannot represent argument {value!r} ({type(value).__name__})")
