@@ -1,0 +1,227 @@
+"""The native lowering of every op computes exactly what its native function computes.
+
+Each case is one vllm op in a function; lower-dispatch (target cpu: native) turns it into
+torch.calls, which the reference evaluator runs. Results must equal the native's bit for
+bit (same casts, same order), with the native's strides (column-major scales).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from xdsl.dialects import func
+from xdsl.parser import Parser
+
+from vllm_xdsl import ops
+from vllm_xdsl.dialects import make_context
+from vllm_xdsl.dialects.torch import CallOp
+from vllm_xdsl.transforms.dispatch_eval import evaluate
+from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+T, H = 7, 64
+
+
+@pytest.fixture(autouse=True)
+def _no_env_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
+
+
+def _parse(text: str):
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def _lower_and_run(text: str, *inputs: torch.Tensor):
+    """(native values of the unlowered vllm op, values of its lowering), plus the module."""
+    module = _parse(text)
+    fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    before = evaluate(fn, *inputs)  # vllm op through its native function
+    report = lower_dispatch(module, "cpu", None)
+    module.verify()
+    assert {e.decision.provider for e in report} == {"native"} and len(report) >= 1
+    assert not [op for op in module.walk() if op.name.startswith("vllm.")]
+    assert any(isinstance(op, CallOp) for op in module.walk())
+    return before, evaluate(fn, *inputs), module
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> None:
+    assert a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride()
+    if a.dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz):
+        a, b = a.float(), b.float()
+    assert torch.equal(a, b), (a - b).abs().max()
+
+
+def _func(args: str, body: str, results: str) -> str:
+    return f"func.func @f({args}) -> ({results}) {{\n{body}\n}}"
+
+
+def _x(dtype: torch.dtype, h: int = H, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(T, h, generator=g) * 3).to(dtype)
+
+
+def _check(text: str, *inputs: torch.Tensor) -> None:
+    before, after, _ = _lower_and_run(text, *inputs)
+    assert len(before) == len(after)
+    for a, b in zip(before, after, strict=True):
+        _same(a, b)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("variant", ["weight", "none", "f32_weight", "variance", "runtime_eps"])
+def test_rms_norm(dt: str, variant: str) -> None:
+    dtype = DTYPES[dt]
+    t = f"tensor<?x{H}x{dt}>"
+    wdt = "f32" if variant == "f32_weight" else dt
+    w = (torch.rand(H) + 0.5).to(DTYPES[wdt])
+    eps = torch.tensor(3e-7, dtype=torch.float64)
+    weight = "" if variant == "none" else f" weight(%w : tensor<{H}x{wdt}>)"
+    attrs = "{epsilon = 1.0e-06 : f64}"
+    if variant == "variance":
+        attrs = "{epsilon = 1.0e-05 : f64, variance_size = 24 : i64}"
+    epsilon = ""
+    if variant == "runtime_eps":
+        attrs, epsilon = "", " epsilon(%e : tensor<f64>)"
+    body = f"  %y = vllm.rms_norm %x{weight}{epsilon} {attrs} : {t} -> {t}\n  func.return %y : {t}"
+    _check(_func(f"%x: {t}, %w: tensor<{H}x{wdt}>, %e: tensor<f64>", body, t), _x(dtype), w, eps)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("weight", [True, False])
+def test_fused_add_rms_norm(dt: str, weight: bool) -> None:
+    dtype = DTYPES[dt]
+    t = f"tensor<?x{H}x{dt}>"
+    w = f" weight(%w : tensor<{H}x{dt}>)" if weight else ""
+    body = (f"  %o, %ro = vllm.fused_add_rms_norm %x, %r{w} {{epsilon = 1.0e-05 : f64}} : {t}, {t}"
+            f" -> {t}, {t}\n  func.return %o, %ro : {t}, {t}")
+    _check(_func(f"%x: {t}, %r: {t}, %w: tensor<{H}x{dt}>", body, f"{t}, {t}"),
+           _x(dtype), _x(dtype, seed=1), (torch.rand(H) + 0.5).to(dtype))
+
+
+FP8 = {"f8E4M3FN": torch.float8_e4m3fn, "f8E4M3FNUZ": torch.float8_e4m3fnuz}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("fp8", FP8)
+def test_unfused_fp8_quants(dt: str, fp8: str) -> None:
+    t, q = f"tensor<?x{H}x{dt}>", f"tensor<?x{H}x{fp8}>"
+    body = "\n".join([
+        f"  %a = vllm.static_scaled_fp8_quant %x, %s : {t}, tensor<1xf32> -> {q}",
+        f"  %b, %bs = vllm.dynamic_scaled_fp8_quant %x : {t} -> {q}, tensor<1xf32>",
+        f"  %c, %cs = vllm.dynamic_per_token_scaled_fp8_quant %x : {t} -> {q}, tensor<?x1xf32>",
+        f"  %d, %ds = vllm.dynamic_per_token_scaled_fp8_quant %x scale_ub(%u : tensor<1xf32>) : "
+        f"{t} -> {q}, tensor<?x1xf32>",
+        f"  func.return %a, %b, %bs, %c, %cs, %d, %ds : {q}, {q}, tensor<1xf32>, {q}, "
+        "tensor<?x1xf32>, " f"{q}, tensor<?x1xf32>",
+    ])
+    results = f"{q}, {q}, tensor<1xf32>, {q}, tensor<?x1xf32>, {q}, tensor<?x1xf32>"
+    x = _x(DTYPES[dt])
+    x[3] = 0  # a zero row: the scale floor
+    _check(_func(f"%x: {t}, %s: tensor<1xf32>, %u: tensor<1xf32>", body, results),
+           x, torch.tensor([0.02]), torch.tensor([0.004]))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("options", [
+    "{group_size = 16 : i64}",
+    "{group_size = 32 : i64, column_major_scales = true}",
+    "{group_size = 16 : i64, use_ue8m0 = true, eps = 1.0e-08 : f64}",
+    "{group_size = 32 : i64, column_major_scales = true, use_ue8m0 = true}",
+])
+def test_per_token_group_fp8_quant(dt: str, options: str) -> None:
+    g = 16 if "16" in options else 32
+    t, q, s = f"tensor<?x{H}x{dt}>", f"tensor<?x{H}xf8E4M3FN>", f"tensor<?x{H // g}xf32>"
+    body = (f"  %q, %s = vllm.per_token_group_fp8_quant %x {options} : {t} -> {q}, {s}\n"
+            f"  func.return %q, %s : {q}, {s}")
+    x = _x(DTYPES[dt])
+    x[2, :g] = 0
+    _check(_func(f"%x: {t}", body, f"{q}, {s}"), x)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_int8_quants(dt: str) -> None:
+    t, q = f"tensor<?x{H}x{dt}>", f"tensor<?x{H}xi8>"
+    body = (f"  %a = vllm.static_scaled_int8_quant %x, %s : {t}, tensor<1xbf16> -> {q}\n"
+            f"  %b, %bs = vllm.dynamic_per_token_scaled_int8_quant %x : {t} -> {q}, tensor<?x1xf32>\n"
+            f"  func.return %a, %b, %bs : {q}, {q}, tensor<?x1xf32>")
+    x = _x(DTYPES[dt])
+    x[4] = 0  # a zero row: s = 0, q = 0
+    _check(_func(f"%x: {t}, %s: tensor<1xbf16>", body, f"{q}, {q}, tensor<?x1xf32>"),
+           x, torch.tensor([0.03], dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", ["?x64", "7x64", "?"])
+def test_silu_and_mul(dt: str, shape: str) -> None:
+    half = shape.replace("64", "32")
+    if shape == "?":
+        shape, half = "7x?", "7x?"
+    t, o = f"tensor<{shape}x{dt}>", f"tensor<{half}x{dt}>"
+    body = f"  %y = vllm.silu_and_mul %x : {t} -> {o}\n  func.return %y : {o}"
+    _check(_func(f"%x: {t}", body, o), _x(DTYPES[dt]))
+
+
+# Every scheme a fused op allows (OPS.md), as (attribute, q type, scales type or None).
+SCHEMES = [
+    ("static per_tensor", "f8E4M3FN", None),
+    ("static per_tensor", "i8", None),
+    ("dynamic per_token", "f8E4M3FNUZ", "tensor<?x1xf32>"),
+    ("dynamic per_token", "i8", "tensor<?x1xf32>"),
+    ("dynamic per_group 16", "f8E4M3FN", "tensor<?x4xf32>"),
+    ("dynamic per_group 16 column_major ue8m0", "f8E4M3FN", "tensor<?x4xf32>"),
+]
+
+
+def _scheme_parts(scheme: str, scales: str | None, ub: bool) -> tuple[str, str, str]:
+    """(scale/scale_ub operands, extra result type, extra result name)"""
+    operands = " scale(%s : tensor<1xf32>)" if scales is None else ""
+    if ub and scheme == "dynamic per_token":
+        operands += " scale_ub(%u : tensor<1xf32>)"
+    return operands, (f", {scales}" if scales else ""), (", %qs" if scales else "")
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("scheme,qt,scales", SCHEMES)
+def test_fused_norm_quant(dt: str, scheme: str, qt: str, scales: str | None) -> None:
+    t, q = f"tensor<?x{H}x{dt}>", f"tensor<?x{H}x{qt}>"
+    operands, rtype, rname = _scheme_parts(scheme, scales, ub=qt != "i8")
+    w = f" weight(%w : tensor<{H}x{dt}>)"
+    attrs = f"{{epsilon = 1.0e-06 : f64, scheme = #vllm.quant<{scheme}>}}"
+    body = "\n".join([
+        f"  %q{rname} = vllm.rms_norm_quant %x{w}{operands} {attrs} : {t} -> {q}{rtype}",
+        f"  %f, %fr{rname.replace('qs', 'fs')} = vllm.fused_add_rms_norm_quant %x, %r{w}{operands} "
+        f"{attrs} : {t}, {t} -> {q}, {t}{rtype}",
+        f"  func.return %q{rname}, %f, %fr{rname.replace('qs', 'fs')} : {q}{rtype}, {q}, {t}{rtype}",
+    ])
+    args = f"%x: {t}, %r: {t}, %w: tensor<{H}x{dt}>, %s: tensor<1xf32>, %u: tensor<1xf32>"
+    dtype = DTYPES[dt]
+    _check(_func(args, body, f"{q}{rtype}, {q}, {t}{rtype}"), _x(dtype), _x(dtype, seed=2),
+           (torch.rand(H) + 0.5).to(dtype), torch.tensor([0.01]), torch.tensor([0.003]))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("scheme,qt,scales", [SCHEMES[0], SCHEMES[4], SCHEMES[5]])
+def test_silu_and_mul_quant(dt: str, scheme: str, qt: str, scales: str | None) -> None:
+    t, q = f"tensor<?x{H}x{dt}>", f"tensor<?x{H // 2}x{qt}>"
+    scales = scales and scales.replace("4x", "2x")
+    operands, rtype, rname = _scheme_parts(scheme, scales, ub=False)
+    body = (f"  %q{rname} = vllm.silu_and_mul_quant %x{operands} "
+            f"{{scheme = #vllm.quant<{scheme}>}} : {t} -> {q}{rtype}\n"
+            f"  func.return %q{rname} : {q}{rtype}")
+    _check(_func(f"%x: {t}, %s: tensor<1xf32>", body, f"{q}{rtype}"), _x(DTYPES[dt]),
+           torch.tensor([0.01]))
+
+
+def test_decomposition_matches_native_independently() -> None:
+    """The evaluator is not comparing the native with itself: a lowered rms_norm must have
+    no vllm op left, and its value equals ops.rms_norm.native computed directly."""
+    t = f"tensor<?x{H}xbf16>"
+    text = _func(f"%x: {t}", f"  %y = vllm.rms_norm %x {{epsilon = 1.0e-06 : f64}} : {t} -> {t}\n"
+                 f"  func.return %y : {t}", t)
+    x = _x(torch.bfloat16)
+    _, (y,), module = _lower_and_run(text, x)
+    targets = [op.target.data for op in module.walk() if isinstance(op, CallOp)]
+    assert "aten::rsqrt.default" in targets and "aten::mean.dim" in targets
+    assert torch.equal(y, ops.rms_norm.native(x, None, 1e-6))

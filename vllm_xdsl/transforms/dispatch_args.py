@@ -1,0 +1,77 @@
+"""An IR op's arguments in the native signature of its semantic op.
+
+`native_args(op, value_of)` binds every parameter of the native function: operands
+through `value_of` (TensorMeta for dispatch, tensors for evaluation), and everything the
+native takes as a Python value from the op's properties, its quant scheme and its result
+types (`fp8_dtype` / `quant_dtype` = the element type of `q`).
+
+A runtime epsilon (operand `epsilon_value`, a 0-d f64 tensor or an f64 scalar) reaches
+`supports_args` as TensorMeta(float64, (), device): what eager dispatch gives for the 0-d
+float64 tensor that Dynamo passes for a float module attribute. An implementation that
+needs a Python float can reject it by type; its value is unknown at compile time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from vllm_xdsl.ops import ALL_OPS, TensorMeta
+
+# Native parameter -> QuantScheme field (unfused per-group names and fused names).
+_SCHEME_FIELDS = {
+    "quant_dtype": "dtype",
+    "fp8_dtype": "dtype",
+    "static": "static",
+    "granularity": "granularity",
+    "group_size": "group_size",
+    "column_major_scales": "column_major_scales",
+    "use_ue8m0": "use_ue8m0",
+    "eps": "group_eps",
+    "group_eps": "group_eps",
+}
+_TENSOR_OPERANDS = ("x", "residual", "weight", "scale", "scale_ub")
+
+
+def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str, Any]:
+    """The native function's arguments of `op`, by parameter name (defaults not applied)."""
+    semantic = ALL_OPS[op.SEMANTIC_NAME]  # type: ignore[attr-defined]
+    scheme = op.quant_scheme() if hasattr(op, "quant_scheme") else None
+    args: dict[str, Any] = {}
+    for name in semantic.signature.parameters:
+        if name in _TENSOR_OPERANDS and _is_operand(op, name):
+            v = getattr(op, name)
+            args[name] = None if v is None else value_of(v)
+        elif name == "epsilon":
+            eps = op.epsilon_float()  # type: ignore[attr-defined]
+            args[name] = value_of(op.epsilon_value) if eps is None else eps  # type: ignore[attr-defined]
+        elif name == "variance_size":
+            v = op.variance_size  # type: ignore[attr-defined]
+            args[name] = None if v is None else v.value.data
+        elif scheme is not None and name in _SCHEME_FIELDS:
+            args[name] = getattr(scheme, _SCHEME_FIELDS[name])
+        else:
+            raise AssertionError(f"{op.name}: no IR source for native parameter {name!r}")
+    return args
+
+
+def _is_operand(op: Operation, name: str) -> bool:
+    return name in {n for n, _ in type(op).get_irdl_definition().operands}
+
+
+def meta_of(value: SSAValue, device: str) -> TensorMeta:
+    """TensorMeta of an operand; an f64 scalar (runtime epsilon) as a 0-d float64 tensor."""
+    t = value.type
+    if isinstance(t, TensorType):
+        return TensorMeta.from_ir_type(t, device)
+    return TensorMeta(torch.float64, (), device)
+
+
+def meta_args(op: Operation, device: str) -> dict[str, Any]:
+    """What `supports_args` sees for `op` when lowering for a target with `device`."""
+    return native_args(op, lambda v: meta_of(v, device))
+

@@ -1,0 +1,62 @@
+"""Implementation properties lower-dispatch can decide from the IR types alone.
+
+- triton: `block_size` = the next power of two of the row width (one program covers a
+  row: the hidden size, half of it for silu_and_mul), `num_warps` from the Triton
+  backend's own rule, so the lowering and an eager launch pick the same kernel.
+- cuda / rocm: `vec_width` = elements per 16-byte load (8 for f16/bf16, 4 for f32),
+  halved until it divides the row width (and the group size of a per-group quant).
+
+Nothing is set when the row width is unknown (`?`): the backend decides at run time.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.ir import Attribute, Operation
+
+from vllm_xdsl.transforms.dispatch_torch import meta
+
+_LOAD_BYTES = 16
+
+
+def row_width(op: Operation) -> int | None:
+    """Columns of one row the kernel processes (None if unknown)."""
+    h = meta(op.x)[1][-1] if meta(op.x)[1] else None  # type: ignore[attr-defined]
+    if h is not None and op.name.split(".", 1)[1].startswith("silu_and_mul"):
+        h //= 2
+    return h
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def default_num_warps(block_size: int) -> int:
+    try:
+        from vllm_xdsl.backends.triton.spec import default_num_warps as backend_rule
+    except ImportError:  # the Triton backend is optional
+        return 4 if block_size < 2048 else 8
+    return backend_rule(block_size)
+
+
+def vec_width(op: Operation, width: int) -> int:
+    dtype = meta(op.x)[0]  # type: ignore[attr-defined]
+    vec = max(_LOAD_BYTES // dtype.itemsize, 1)
+    scheme = op.quant_scheme() if hasattr(op, "quant_scheme") else None
+    group = scheme.group_size if scheme is not None and scheme.granularity == "group" else 0
+    while vec > 1 and (width % vec or (group and group % vec)):
+        vec //= 2
+    return vec
+
+
+def impl_properties(provider: str, op: Operation) -> dict[str, Attribute]:
+    width = row_width(op)
+    if width is None:
+        return {}
+    if provider == "triton":
+        block = next_pow2(width)
+        return {"block_size": IntegerAttr(block, i64),
+                "num_warps": IntegerAttr(default_num_warps(block), i64)}
+    if provider in ("cuda", "rocm"):
+        return {"vec_width": IntegerAttr(vec_width(op, width), i64)}
+    return {}

@@ -1,0 +1,269 @@
+"""The native provider's lowering: each semantic op as its elementary torch ops.
+
+Each decomposition follows its native function in vllm_xdsl/ops (the contract) step by
+step, with the same casts in the same order, the same reductions, multiply-by-reciprocal
+where the native multiplies and division where it divides, so that evaluating the
+`torch.call`s gives exactly the native's values (test/test_lower_dispatch_native.py
+checks it bit for bit). Casts are `prims.convert_element_type` and clamps `aten.clamp`, as
+Inductor expects; nothing here is opaque, so Inductor can fuse it after export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from xdsl.ir import Operation, SSAValue
+
+from vllm_xdsl.dialects.types import tensor_type
+from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
+from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
+
+F32 = torch.float32
+_INT64_MAX = 9223372036854775807  # `x[..., d:]` in FX: slice to the end
+
+
+def _min_scale(fmax: float) -> float:
+    return 1.0 / (fmax * 512.0)  # as natives._min_scale
+
+
+# --- norms -------------------------------------------------------------------------------
+
+
+def rms_norm_fp32(
+    b: TorchBuilder,
+    xf: SSAValue,
+    weight: SSAValue | None,
+    epsilon: float | SSAValue,
+    variance_size: int | None,
+    out_dtype: torch.dtype,
+) -> SSAValue:
+    """natives.rms_norm_fp32 on an fp32 value."""
+    shape = meta(xf)[1]
+    xv = xf
+    if variance_size is not None:
+        xv = b.call("aten::slice.Tensor", xf, -1, 0, variance_size,
+                    shape=(*shape[:-1], variance_size))
+    sq = b.call("aten::pow.Tensor_Scalar", xv, 2)
+    var = b.call("aten::mean.dim", sq, [-1], True, shape=(*shape[:-1], 1))
+    # A runtime epsilon (0-d f64 tensor or f64 scalar) adds like the float: f32 result.
+    var_eps = b.call("aten::add.Tensor", var, epsilon, dtype=F32, shape=meta(var)[1])
+    y = b.call("aten::mul.Tensor", xf, b.call("aten::rsqrt.default", var_eps))
+    if weight is not None:
+        y = b.call("aten::mul.Tensor", b.convert(y, meta(weight)[0]), weight)
+    return b.convert(y, out_dtype)
+
+
+def _epsilon(op: Operation) -> float | SSAValue:
+    eps = op.epsilon_float()  # type: ignore[attr-defined]
+    return op.epsilon_value if eps is None else eps  # type: ignore[attr-defined]
+
+
+def _variance_size(op: Operation) -> int | None:
+    v = getattr(op, "variance_size", None)
+    return None if v is None else v.value.data
+
+
+def rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    x = op.x  # type: ignore[attr-defined]
+    return [rms_norm_fp32(b, b.convert(x, F32), op.weight, _epsilon(op),  # type: ignore[attr-defined]
+                          _variance_size(op), meta(x)[0])]
+
+
+def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    x, r = op.x, op.residual  # type: ignore[attr-defined]
+    s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
+    residual_out = b.convert(s, meta(x)[0])
+    # The norm sees the unrounded fp32 sum, not residual_out.
+    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])  # type: ignore[attr-defined]
+    return [out, residual_out]
+
+
+# --- silu_and_mul ------------------------------------------------------------------------
+
+
+def silu_and_mul_value(b: TorchBuilder, x: SSAValue) -> SSAValue:
+    shape = meta(x)[1]
+    h = shape[-1]
+    if h is None:  # unknown hidden size: two equal halves
+        half = tensor_type(meta(x)[0], (*shape[:-1], None))
+        b.call("aten::chunk.default", x, 2, -1, results=[half, half])
+        a, g = b.ops[-1].results
+    else:
+        d = h // 2
+        a = b.call("aten::slice.Tensor", x, -1, 0, d, shape=(*shape[:-1], d))
+        g = b.call("aten::slice.Tensor", x, -1, d, _INT64_MAX, shape=(*shape[:-1], d))
+    return b.call("aten::mul.Tensor", b.call("aten::silu.default", a), g)
+
+
+def silu_and_mul(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    return [silu_and_mul_value(b, op.x)]  # type: ignore[attr-defined]
+
+
+# --- quantization ------------------------------------------------------------------------
+
+
+def static_fp8(b: TorchBuilder, x: SSAValue, scale: SSAValue, fp8: torch.dtype) -> SSAValue:
+    fmax = fp8_max(fp8)
+    inv = b.call("aten::reciprocal.default", b.convert(scale, F32))
+    y = b.call("aten::mul.Tensor", b.convert(x, F32), inv)
+    return b.convert(b.call("aten::clamp.default", y, -fmax, fmax), fp8)
+
+
+def _absmax_rows(b: TorchBuilder, xf: SSAValue) -> SSAValue:
+    shape = meta(xf)[1]
+    return b.call("aten::amax.default", b.call("aten::abs.default", xf), [-1], True,
+                  shape=(*shape[:-1], 1))
+
+
+def _rows(b: TorchBuilder, s: SSAValue) -> SSAValue:
+    """`s.reshape(-1, 1)`: per-token scales as [T, 1]."""
+    shape = meta(s)[1]
+    tokens = 1
+    for d in shape[:-1]:
+        tokens = None if d is None or tokens is None else tokens * d
+    return b.call("aten::reshape.default", s, [-1, 1], shape=(tokens, 1))
+
+
+def dynamic_fp8(b: TorchBuilder, x: SSAValue, fp8: torch.dtype) -> list[SSAValue]:
+    fmax = fp8_max(fp8)
+    absmax = b.call("aten::amax.default", b.call("aten::abs.default", b.convert(x, F32)),
+                    [], False, shape=())
+    absmax = b.call("aten::reshape.default", absmax, [1], shape=(1,))
+    scale = b.call("aten::clamp.default", b.call("aten::div.Tensor", absmax, fmax),
+                   _min_scale(fmax))
+    return [static_fp8(b, x, scale, fp8), scale]
+
+
+def per_token_fp8(
+    b: TorchBuilder, x: SSAValue, scale_ub: SSAValue | None, fp8: torch.dtype
+) -> list[SSAValue]:
+    fmax = fp8_max(fp8)
+    xf = b.convert(x, F32)
+    a = _absmax_rows(b, xf)
+    if scale_ub is not None:
+        a = b.call("aten::minimum.default", a, b.convert(scale_ub, F32))
+    s = b.call("aten::clamp.default", b.call("aten::div.Tensor", a, fmax), _min_scale(fmax))
+    y = b.call("aten::clamp.default", b.call("aten::div.Tensor", xf, s), -fmax, fmax)
+    return [b.convert(y, fp8), _rows(b, s)]
+
+
+def per_group_fp8(b: TorchBuilder, x: SSAValue, scheme: QuantScheme) -> list[SSAValue]:
+    fmax = fp8_max(scheme.dtype)
+    shape = meta(x)[1]
+    gs = scheme.group_size
+    groups = None if shape[-1] is None else shape[-1] // gs
+    if groups is None:
+        raise ValueError("per-group quantization needs a static hidden size")
+    # x.reshape(*x.shape[:-1], G, gs) without naming the leading dims.
+    xg = b.call("aten::unflatten.int", b.convert(x, F32), -1, [groups, gs],
+                shape=(*shape[:-1], groups, gs))
+    a = _absmax_rows(b, xg)
+    s = b.call("aten::div.Tensor", b.call("aten::clamp.default", a, scheme.group_eps), fmax)
+    if scheme.use_ue8m0:
+        s = b.call("aten::exp2.default",
+                   b.call("aten::ceil.default", b.call("aten::log2.default", s)))
+    y = b.call("aten::clamp.default", b.call("aten::div.Tensor", xg, s), -fmax, fmax)
+    q = b.call("aten::flatten.using_ints", b.convert(y, scheme.dtype), -2, -1, shape=shape)
+    tokens = 1
+    for d in shape[:-1]:
+        tokens = None if d is None or tokens is None else tokens * d
+    scales = b.call("aten::reshape.default", s, [-1, groups], shape=(tokens, groups))
+    if scheme.column_major_scales:
+        # Same shape [T, G], storage [G, T] (the native's torch.empty(G, T).t()).
+        t = b.call("aten::transpose.int", scales, 0, 1, shape=(groups, tokens))
+        t = b.call("aten::clone.default", t,
+                   kwargs={"memory_format": Enum("torch.contiguous_format")})
+        scales = b.call("aten::transpose.int", t, 0, 1, shape=(tokens, groups))
+    return [q, scales]
+
+
+def _int8_round(b: TorchBuilder, xs: SSAValue) -> SSAValue:
+    y = b.call("aten::clamp.default", b.call("aten::round.default", xs), -128.0, 127.0)
+    return b.convert(y, torch.int8)
+
+
+def static_int8(b: TorchBuilder, x: SSAValue, scale: SSAValue) -> SSAValue:
+    return _int8_round(b, b.call("aten::div.Tensor", b.convert(x, F32), b.convert(scale, F32)))
+
+
+def per_token_int8(b: TorchBuilder, x: SSAValue) -> list[SSAValue]:
+    xf = b.convert(x, F32)
+    s = b.call("aten::div.Tensor", _absmax_rows(b, xf), INT8_MAX)
+    zero_row = b.call("aten::eq.Scalar", s, 0, dtype=torch.bool)
+    # A zero row has s = 0: its q is 0 (0/0 would be NaN).
+    y = b.call("aten::where.self", zero_row, b.call("aten::zeros_like.default", xf),
+               b.call("aten::div.Tensor", xf, s), dtype=F32)
+    return [_int8_round(b, y), _rows(b, s)]
+
+
+def quant(
+    b: TorchBuilder,
+    x: SSAValue,
+    scheme: QuantScheme,
+    scale: SSAValue | None,
+    scale_ub: SSAValue | None,
+) -> list[SSAValue]:
+    """fused.quant_native: q, then the computed scales (none for a static scheme)."""
+    if scheme.static:
+        assert scale is not None
+        return [static_fp8(b, x, scale, scheme.dtype) if scheme.is_fp8 else static_int8(b, x, scale)]
+    if scheme.dtype == torch.int8:
+        return per_token_int8(b, x)
+    if scheme.granularity == "tensor":
+        return dynamic_fp8(b, x, scheme.dtype)
+    if scheme.granularity == "token":
+        return per_token_fp8(b, x, scale_ub, scheme.dtype)
+    return per_group_fp8(b, x, scheme)
+
+
+def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    scheme: QuantScheme = op.quant_scheme()  # type: ignore[attr-defined]
+    scale = op.scale if scheme.static else None  # type: ignore[attr-defined]
+    return quant(b, op.x, scheme, scale, getattr(op, "scale_ub", None))  # type: ignore[attr-defined]
+
+
+# --- fused ops: the composition of the unfused decompositions ------------------------------
+
+
+def _fused_quant(b: TorchBuilder, op: Operation, y: SSAValue) -> list[SSAValue]:
+    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub)  # type: ignore[attr-defined]
+
+
+def rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    (y,) = rms_norm(b, op)
+    return _fused_quant(b, op, y)
+
+
+def fused_add_rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    y, residual_out = fused_add_rms_norm(b, op)
+    q, *scales = _fused_quant(b, op, y)
+    return [q, residual_out, *scales]
+
+
+def silu_and_mul_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    return _fused_quant(b, op, silu_and_mul_value(b, op.x))  # type: ignore[attr-defined]
+
+
+DECOMPOSITIONS: dict[str, Callable[[TorchBuilder, Operation], list[SSAValue]]] = {
+    "rms_norm": rms_norm,
+    "fused_add_rms_norm": fused_add_rms_norm,
+    "static_scaled_fp8_quant": _unfused_quant,
+    "dynamic_scaled_fp8_quant": _unfused_quant,
+    "dynamic_per_token_scaled_fp8_quant": _unfused_quant,
+    "per_token_group_fp8_quant": _unfused_quant,
+    "static_scaled_int8_quant": _unfused_quant,
+    "dynamic_per_token_scaled_int8_quant": _unfused_quant,
+    "silu_and_mul": silu_and_mul,
+    "rms_norm_quant": rms_norm_quant,
+    "fused_add_rms_norm_quant": fused_add_rms_norm_quant,
+    "silu_and_mul_quant": silu_and_mul_quant,
+}
+
+
+def decompose(op: Operation) -> tuple[list[Operation], list[SSAValue]]:
+    """The torch.call ops computing `op` as its native does, and the values of its results."""
+    b = TorchBuilder()
+    values = DECOMPOSITIONS[op.SEMANTIC_NAME](b, op)  # type: ignore[attr-defined]
+    assert len(values) == len(op.results), (op.name, len(values), len(op.results))
+    return b.ops, values

@@ -1,0 +1,252 @@
+"""`lower-dispatch`: turn each `vllm` op into the implementation the dispatch policy picks.
+
+For each semantic op the pass builds the argument metadata from the IR (dispatch_args:
+the same TensorMeta view eager dispatch builds from tensors, with the target's device)
+and asks `vllm_xdsl.ops.select` (registry + policy; no policy of its own). The chosen
+provider's op replaces it: `triton.*`, `cuda.*`, `rocm.*` with the same operands and
+results plus implementation properties decided here (block size, vector width, in place),
+or, for `native`, the op's elementary torch decomposition (dispatch_native).
+
+Availability at lowering time is about the target: an impl whose `supported` takes a
+`target` is asked whether it can serve that target with the toolchain here (so lowering
+for cuda on a CPU-only machine can still pick cuda kernels); a zero-argument `supported`
+can only say whether it runs on this machine, and is taken as it answers.
+
+Options: `target` (cuda, rocm, cpu; default: the module attribute `vllm.target`, else
+cuda), `priority` (e.g. "rms_norm=triton,native;silu_and_mul=cuda!"), `report=true`
+(print the dispatch report to stderr). From Python: `lower_dispatch(module, target,
+priority) -> DispatchReport`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from vllm_xdsl.dialects.provider import INPLACE_OUTPUTS
+from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
+from vllm_xdsl.ops.policy import Priority, resolve
+from vllm_xdsl.transforms.dispatch_args import meta_args
+from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
+from vllm_xdsl.transforms.dispatch_inplace import clone, not_overwritable
+from vllm_xdsl.transforms.dispatch_native import decompose
+from vllm_xdsl.transforms.dispatch_torch import TorchBuilder
+
+TARGETS = ("cuda", "rocm", "cpu")
+# What supports_args sees as the device of every tensor when lowering for a target.
+TARGET_DEVICE = {"cuda": "cuda", "rocm": "rocm", "cpu": "cpu"}
+PROVIDER_DIALECTS = ("triton", "cuda", "rocm")
+TARGET_ATTR = "vllm.target"
+# Operand positions of the inputs an in-place kernel may overwrite.
+_INPUT_INDEX = {"x": 0, "residual": 1}
+
+LAST_REPORT: DispatchReport | None = None  # the report of the latest lowering (any entry)
+
+
+def provider_op_class(provider: str, semantic: str) -> type[Operation] | None:
+    """`<provider>.<semantic>` from vllm_xdsl/dialects/<provider>.py, or None."""
+    if provider not in PROVIDER_DIALECTS:
+        return None
+    return importlib.import_module(f"vllm_xdsl.dialects.{provider}").OPS_BY_NAME.get(semantic)
+
+
+def _node_name(op: Operation) -> str:
+    name = op.results[0].name_hint if op.results and op.results[0].name_hint else None
+    fn = op.parent_op()
+    while fn is not None and not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()
+    where = f"@{fn.sym_name.data} " if isinstance(fn, func.FuncOp) else ""
+    if name is None:
+        block = op.parent_block()
+        index = list(block.ops).index(op) if block is not None else 0
+        return f"{where}#{index} {op.name}"
+    return f"{where}%{name}"
+
+
+def _select(op_name: str, meta: dict, priority: Priority | None, target: str) -> Decision:
+    """`select`, skipping providers that have no IR dialect (out-of-tree, run-time only)."""
+    decision = select(op_name, meta, priority, target)
+    rejected = list(decision.rejected)
+    while decision.provider != "native" and provider_op_class(decision.provider, op_name) is None:
+        choices, source = resolve(op_name, priority, target)
+        index = [c.provider for c in choices].index(decision.provider)
+        why = f"no {decision.provider} dialect to lower to (lower-dispatch knows native, " \
+              f"{', '.join(PROVIDER_DIALECTS)})"
+        if choices[index].forced:
+            raise DispatchError(
+                f"{op_name}: implementation {op_name}:{decision.provider} is forced by priority "
+                f"({source}) but cannot run: {why}"
+            )
+        rejected.append((decision.provider, why))
+        rest = ",".join(str(c) for c in choices[index + 1:])
+        decision = select(op_name, meta, parse_priority(f"{op_name}={rest}"), target)
+        rejected.extend(decision.rejected)
+    return Decision(op_name, decision.provider, decision.impl, rejected)
+
+
+@dataclass
+class LowerSemanticOp(RewritePattern):
+    """One `vllm` op -> the chosen provider op, or its native torch decomposition."""
+
+    target: str
+    priority: Priority | None
+    report: DispatchReport
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not op.name.startswith("vllm.") or op.name[5:] not in ALL_OPS:
+            return
+        semantic = op.name[5:]
+        node = _node_name(op)
+        meta = meta_args(op, TARGET_DEVICE[self.target])
+        try:
+            decision = _select(semantic, meta, self.priority, self.target)
+        except DispatchError as e:
+            raise DispatchError(f"{node}: {e}") from None
+        if decision.provider == "native":
+            new_ops, values = decompose(op)
+            _name_intermediates(op, new_ops, values)
+            rewriter.replace(op, new_ops, values)
+            self.report.add(node, decision)
+            return
+        cls = provider_op_class(decision.provider, semantic)
+        assert cls is not None
+        props = {**op.properties, **impl_properties(decision.provider, op)}
+        operands, copies, notes = self._inplace(op, cls, decision, props)
+        new = cls.create(
+            operands=operands,
+            result_types=[r.type for r in op.results],
+            properties=props,
+            attributes=dict(op.attributes),
+        )
+        rewriter.replace(op, [*copies, new])
+        self.report.add(node, decision, tuple(notes))
+
+    def _inplace(
+        self, op: Operation, cls: type[Operation], decision: Decision, props: dict
+    ) -> tuple[list[SSAValue], list[Operation], list[str]]:
+        """Operands for the provider op, copies to insert first, and report notes.
+
+        An impl registered in place always overwrites its inputs: each one not proven
+        overwritable is copied first. Otherwise a provider op with an `inplace` property
+        gets it only where every overwritten input is proven overwritable.
+        """
+        semantic = op.name[5:]
+        has_prop = "inplace" in cls.get_irdl_definition().properties and semantic in INPLACE_OUTPUTS
+        operands = list(op.operands)
+        if decision.impl.inplace:
+            inputs = sorted(set(ALL_OPS[semantic].inplace_outputs.values()), key=_INPUT_INDEX.get)
+            b = TorchBuilder()
+            notes = []
+            for name in inputs:
+                i = _INPUT_INDEX[name]
+                why = not_overwritable(operands[i], op)
+                if why is None:
+                    notes.append(f"in place: overwrites {name} (its only use)")
+                else:
+                    operands[i] = clone(b, operands[i])
+                    notes.append(f"copied {name} for the in-place kernel: {why}")
+            if has_prop:
+                props["inplace"] = _unit()
+            return operands, b.ops, notes
+        if not has_prop:
+            return operands, [], []
+        inputs = sorted(set(INPLACE_OUTPUTS[semantic].values()), key=_INPUT_INDEX.get)
+        whys = [(n, not_overwritable(operands[_INPUT_INDEX[n]], op)) for n in inputs]
+        problems = [f"{n}: {why}" for n, why in whys if why is not None]
+        if problems:
+            return operands, [], [f"out of place: {'; '.join(problems)}"]
+        props["inplace"] = _unit()
+        return operands, [], [f"in place: overwrites {', '.join(inputs)} (only use)"]
+
+
+def _name_intermediates(op: Operation, new_ops: list[Operation], values: list[SSAValue]) -> None:
+    """`%y_t*` for a decomposition's intermediates, so `%y` stays the op's result."""
+    base = op.results[0].name_hint
+    for new in new_ops:
+        for r in new.results:
+            if r not in values and base:
+                r.name_hint = f"{base}_t"
+    for old, new_value in zip(op.results, values, strict=True):
+        if old.name_hint and new_value.owner in new_ops:
+            new_value.name_hint = old.name_hint
+
+
+def _unit():  # noqa: ANN202
+    from xdsl.dialects.builtin import UnitAttr
+
+    return UnitAttr()
+
+
+def check_options(target: str, priority: str | None) -> Priority | None:
+    """Validate the options; DispatchError with one clear line otherwise."""
+    if target not in TARGETS:
+        raise DispatchError(
+            f"lower-dispatch: unknown target {target!r} (expected one of {', '.join(TARGETS)})"
+        )
+    try:
+        return parse_priority(priority) if priority else None
+    except DispatchError as e:
+        raise DispatchError(f"lower-dispatch: {e}") from None
+
+
+def module_target(module: ModuleOp) -> str:
+    """The target named by the module attribute `vllm.target`, else cuda."""
+    attr = module.attributes.get(TARGET_ATTR)
+    if attr is None:
+        return "cuda"
+    if not isinstance(attr, StringAttr):
+        raise DispatchError(f"lower-dispatch: module attribute {TARGET_ATTR} must be a string")
+    return attr.data
+
+
+def lower_dispatch(
+    module: ModuleOp, target: str | None = None, priority: str | None = None
+) -> DispatchReport:
+    """Lower every `vllm` op of `module` in place; returns the dispatch report.
+
+    Raises DispatchError (one line naming the node, op, impl and reason) for a bad
+    option, an unknown provider or a forced impl that cannot run.
+    """
+    global LAST_REPORT
+    target = target or module_target(module)
+    parsed = check_options(target, priority)
+    report = DispatchReport()
+    pattern = LowerSemanticOp(target, parsed, report)
+    PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
+    LAST_REPORT = report
+    return report
+
+
+@dataclass(frozen=True)
+class LowerDispatchPass(ModulePass):
+    """Choose an implementation for every vllm op and lower it (see module doc)."""
+
+    name = "lower-dispatch"
+
+    target: str | None = None
+    priority: str | None = None
+    report: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            report = lower_dispatch(op, self.target, self.priority)
+        except DispatchError as e:
+            raise PassFailedException(str(e)) from None
+        if self.report:
+            print(report.format(), file=sys.stderr)
+
+
+__all__ = ["LAST_REPORT", "LowerDispatchPass", "check_options", "lower_dispatch"]
