@@ -1,0 +1,213 @@
+"""Matching helpers over `torch.call` chains, shared by the raise-native patterns.
+
+A pattern walks from the last op of a decomposition back to its inputs. These helpers
+answer the questions it asks on the way: which overload defined this value, what is its
+i-th argument (an SSA value or a Python literal), what dtype and shape does it have, and
+is this op a plain dtype cast. Every helper returns None when the answer is "no", so a
+pattern reads as a chain of `if (m := ...) is None: return None`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
+
+from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, EnumAttr, NoneAttr, OperandRefAttr
+from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
+
+MISSING: Any = object()
+"""An argument that is neither given positionally nor as a keyword."""
+
+CAST_TARGETS = ("prims::convert_element_type.default", "aten::_to_copy.default")
+ACTIVATION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+
+# Casts that represent every value exactly (bf16 -> f16 does not: f16 has less range).
+EXACT_WIDENING = {
+    (torch.float16, torch.float32), (torch.bfloat16, torch.float32),
+    (torch.float16, torch.float64), (torch.bfloat16, torch.float64),
+    (torch.float32, torch.float64),
+    *((d, d) for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)),
+}
+
+# Mantissa bits: the precision at which a float dtype rounds.
+MANTISSA_BITS = {torch.float64: 52, torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
+
+
+def call_of(value: SSAValue | None, *targets: str) -> CallOp | None:
+    """The `torch.call` defining `value` if its target is one of `targets`."""
+    if not isinstance(value, OpResult):
+        return None
+    op = value.op
+    if isinstance(op, CallOp) and op.target.data in targets:
+        return op
+    return None
+
+
+def literal(attr: Attribute, op: CallOp) -> Any:
+    """A template attribute as a Python value; `#torch.operand<i>` gives the SSA operand."""
+    if isinstance(attr, OperandRefAttr):
+        return op.inputs[attr.index.data]
+    if isinstance(attr, IntegerAttr):
+        width = attr.type.width.data if isinstance(attr.type, IntegerType) else 64
+        return bool(attr.value.data) if width == 1 else attr.value.data
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, ArrayAttr):
+        return [literal(a, op) for a in attr.data]
+    if isinstance(attr, NoneAttr):
+        return None
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, DtypeAttr):
+        try:
+            return torch_dtype(attr.element_type)
+        except UnsupportedDtypeError:
+            return attr
+    return attr
+
+
+def arg(op: CallOp, index: int, name: str | None = None, default: Any = MISSING) -> Any:
+    """Argument `index` (or keyword `name`) of a call, as an SSA value or a Python literal."""
+    if index < len(op.args.data):
+        return literal(op.args.data[index], op)
+    if name is not None and op.kwargs is not None and name in op.kwargs.data:
+        return literal(op.kwargs.data[name], op)
+    return default
+
+
+def kwarg_names(op: CallOp) -> set[str]:
+    return set() if op.kwargs is None else set(op.kwargs.data)
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def dtype(value: SSAValue) -> torch.dtype | None:
+    """The torch dtype of a tensor value (None for scalars and unknown element types)."""
+    t = value.type
+    if not isinstance(t, TensorType):
+        return None
+    try:
+        return torch_dtype(t.element_type)
+    except UnsupportedDtypeError:
+        return None
+
+
+def shape(value: SSAValue) -> tuple[int, ...] | None:
+    t = value.type
+    return tuple(t.get_shape()) if isinstance(t, TensorType) else None
+
+
+def rank(value: SSAValue) -> int:
+    s = shape(value)
+    return -1 if s is None else len(s)
+
+
+def is_last_dim(dim: Any, value: SSAValue) -> bool:
+    """`dim` names the last dimension of `value` (-1 or rank-1)."""
+    return is_number(dim) and isinstance(dim, int) and dim in (-1, rank(value) - 1)
+
+
+def static_last_dim(value: SSAValue) -> int | None:
+    s = shape(value)
+    if not s or s[-1] == DYNAMIC_INDEX:
+        return None
+    return s[-1]
+
+
+def cast_of(value: SSAValue | None) -> tuple[SSAValue, torch.dtype] | None:
+    """(input, target dtype) when `value` is a pure dtype cast of `input`.
+
+    Both spellings count: `prims.convert_element_type(x, dtype)` and
+    `aten._to_copy(x, dtype=...)` with no device, layout or memory-format change.
+    """
+    op = call_of(value, *CAST_TARGETS)
+    if op is None:
+        return None
+    src = arg(op, 0)
+    if not isinstance(src, SSAValue):
+        return None
+    if op.target.data == CAST_TARGETS[0]:
+        target = arg(op, 1, "dtype")
+        if len(op.args.data) != 2 or kwarg_names(op):
+            return None
+    else:
+        if len(op.args.data) != 1:
+            return None
+        target = arg(op, 99, "dtype")
+        for name in kwarg_names(op) - {"dtype"}:
+            v = op.kwargs.data[name]  # type: ignore[union-attr]
+            harmless = isinstance(v, NoneAttr) or (
+                isinstance(v, IntegerAttr) and v.value.data == 0
+            ) or (isinstance(v, EnumAttr) and v.value.data == "torch.preserve_format")
+            if not harmless:
+                return None
+    if not isinstance(target, torch.dtype) or dtype(value) != target:
+        return None
+    return src, target
+
+
+def widened_from(value: SSAValue) -> SSAValue:
+    """The value before exact widening casts (bf16 -> f32 and the like lose nothing)."""
+    while (c := cast_of(value)) is not None:
+        src, target = c
+        if (dtype(src), target) not in EXACT_WIDENING:
+            break
+        value = src
+    return value
+
+
+def as_f32_of(value: SSAValue) -> SSAValue | None:
+    """The activation `x` such that `value` holds exactly `x.float()` (or x itself if f32)."""
+    if dtype(value) != torch.float32:
+        return None
+    source = widened_from(value)
+    return source if dtype(source) in ACTIVATION_DTYPES else None
+
+
+def operands_of(op: CallOp, n: int) -> list[Any] | None:
+    """The first n positional arguments, if the call has exactly those and no kwargs but alpha=1."""
+    if len(op.args.data) != n:
+        return None
+    for name in kwarg_names(op):
+        if name != "alpha" or arg(op, 99, "alpha") != 1:
+            return None
+    return [arg(op, i) for i in range(n)]
+
+
+def single_use(value: SSAValue) -> bool:
+    return value.has_one_use()
+
+
+def same_type(a: SSAValue, b: SSAValue) -> bool:
+    return a.type == b.type
+
+
+def is_before(a: Operation, b: Operation) -> bool:
+    """`a` comes strictly before `b` in the same block."""
+    block = a.parent_block()
+    if block is None or block is not b.parent_block():
+        return False
+    return block.get_operation_index(a) < block.get_operation_index(b)
+
+
+def uses_after(value: SSAValue, anchor: Operation) -> bool:
+    """Every use of `value` is by an op after `anchor` in anchor's block."""
+    return all(is_before(anchor, use.operation) for use in value.uses)
+
+
+def in_block(block: Block | None, op: Operation) -> bool:
+    return block is not None and op.parent_block() is block

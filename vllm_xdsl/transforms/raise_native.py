@@ -1,0 +1,59 @@
+"""`raise-native`: recognise native decompositions in `torch.call` chains and raise them
+into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`,
+`vllm.static_scaled_fp8_quant`, `vllm.dynamic_per_token_scaled_fp8_quant`,
+`vllm.silu_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
+that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` operand.
+
+A pattern replaces only the last value of a chain; intermediate values with other users
+stay, so nothing that is read elsewhere changes. Dead `torch.call`s left behind are removed
+when `is_side_effect_free` says they may be.
+
+Which forms map, and how exactly, is documented per family in raise_norm.py,
+raise_quant.py and raise_silu.py. With `exact=true` only forms that compute bit for bit
+what the contract computes are raised (no `x / sqrt`, no rounded residual sum in
+f16/bf16, no divide-vs-reciprocal swap, no f16 rounding before fp8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+
+from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
+from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
+from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
+from vllm_xdsl.transforms.raise_silu import RaiseSiluAndMul
+
+
+def erase_dead_calls(module: ModuleOp) -> int:
+    """Erase unused side-effect-free `torch.call`s (users first); returns how many."""
+    erased = 0
+    free: dict[str, bool] = {}
+    for op in reversed(list(module.walk())):
+        if not isinstance(op, CallOp) or any(r.uses for r in op.results):
+            continue
+        target = op.target.data
+        if target not in free:
+            free[target] = is_side_effect_free(op)
+        if free[target]:
+            op.detach()
+            op.erase()
+            erased += 1
+    return erased
+
+
+@dataclass(frozen=True)
+class RaiseNativePass(ModulePass):
+    name = "raise-native"
+
+    exact: bool = False
+    """Raise only forms that are bit-exact with the contract (see the module doc)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = [p(self.exact) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseSiluAndMul)]
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
+        erase_dead_calls(op)
