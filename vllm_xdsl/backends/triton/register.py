@@ -25,11 +25,18 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def available() -> bool | str:
-    """True if Triton kernels can be built here, else why not."""
+def available(target: str | None = None) -> bool | str:
+    """True if Triton kernels for `target` can be built here, else why not.
+
+    cuda/rocm need only Triton (lower-dispatch may compile for a GPU this machine lacks);
+    the cpu target needs Triton's interpreter.
+    """
     from vllm_xdsl.backends.triton.compile import triton_problem
 
-    return triton_problem() or True
+    problem = triton_problem()
+    if problem is None and target == "cpu" and not interpreting():
+        problem = "the cpu target needs Triton's interpreter (TRITON_INTERPRET=1)"
+    return problem or True
 
 
 def _device_problem(metas: list[TensorMeta]) -> str | None:
