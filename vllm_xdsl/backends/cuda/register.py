@@ -25,8 +25,21 @@ _MAX_GROUPS = 48 * 1024 // 4  # per-group scales live in shared memory
 _registered: set[str] = set()
 
 
-def available(vendor: Vendor) -> bool | str:
-    """True if this machine can run vendor's kernels, else why not."""
+def available(vendor: Vendor, target: str | None = None) -> bool | str:
+    """True if this machine can run vendor's kernels, else why not.
+
+    With a dispatch `target` (lower-dispatch compiling for it, or eager dispatch whose
+    tensors are on that device) the question is whether the kernels serve that target
+    and can be built here: the compiler matters, a GPU on this machine does not.
+    """
+    if target is not None:
+        if target != vendor:
+            return f"the {vendor} kernels serve the {vendor} target, not {target}"
+        try:
+            find_compiler(vendor)
+        except ToolchainMissing as e:
+            return str(e)
+        return True
     is_hip = torch.version.hip is not None
     if (vendor == "rocm") != is_hip or (vendor == "cuda" and torch.version.cuda is None):
         return f"this torch build has no {vendor.upper()} support"
@@ -89,6 +102,7 @@ def register(vendor: Vendor = "cuda") -> None:
         def check(_op: str = name, **args: Any) -> bool | str:
             return supports_args(vendor, _op, **args)
 
-        op.register_impl(vendor, supported=lambda: available(vendor), supports_args=check,
+        op.register_impl(vendor, supported=lambda target=None: available(vendor, target),
+                         supports_args=check,
                          inplace=inplace)(getattr(fns, INPLACE.get(name, name)))
     _registered.add(vendor)
