@@ -36,7 +36,6 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
-from vllm_xdsl.dialects.provider import INPLACE_OUTPUTS
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
 from vllm_xdsl.ops.policy import Priority, resolve
 from vllm_xdsl.transforms.dispatch_args import meta_args
@@ -143,11 +142,11 @@ class LowerSemanticOp(RewritePattern):
         overwritable is copied first. Otherwise a provider op with an `inplace` property
         gets it only where every overwritten input is proven overwritable.
         """
-        semantic = op.name[5:]
-        has_prop = "inplace" in cls.get_irdl_definition().properties and semantic in INPLACE_OUTPUTS
+        # Which inputs an in-place kernel overwrites: the op's contract (ops.inplace_outputs).
+        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()), key=_INPUT_INDEX.get)
+        has_prop = "inplace" in cls.get_irdl_definition().properties and bool(inputs)
         operands = list(op.operands)
         if decision.impl.inplace:
-            inputs = sorted(set(ALL_OPS[semantic].inplace_outputs.values()), key=_INPUT_INDEX.get)
             b = TorchBuilder()
             notes = []
             for name in inputs:
@@ -163,7 +162,6 @@ class LowerSemanticOp(RewritePattern):
             return operands, b.ops, notes
         if not has_prop:
             return operands, [], []
-        inputs = sorted(set(INPLACE_OUTPUTS[semantic].values()), key=_INPUT_INDEX.get)
         whys = [(n, not_overwritable(operands[_INPUT_INDEX[n]], op)) for n in inputs]
         problems = [f"{n}: {why}" for n, why in whys if why is not None]
         if problems:
