@@ -17,12 +17,17 @@ from xdsl.irdl import IRDLOperation, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.dialects.vllm import SIGNATURES, SemanticSignature, define_op
+from vllm_xdsl.ops import ALL_OPS
 
-# Semantic ops with an in-place kernel, and which input each result overwrites.
+# Semantic ops with an in-place kernel: which result overwrites which input (the op's
+# contract declares it once, in vllm_xdsl.ops).
 INPLACE_OUTPUTS: dict[str, dict[str, str]] = {
-    "rms_norm": {"out": "x"},
-    "fused_add_rms_norm": {"out": "x", "residual_out": "residual"},
+    name: op.inplace_outputs for name, op in ALL_OPS.items() if op.inplace_outputs
 }
+
+
+def has_inplace_variant(semantic_name: str) -> bool:
+    return semantic_name in INPLACE_OUTPUTS
 
 
 def _power_of_two(name: str, allowed: range) -> Callable[[IRDLOperation], None]:
@@ -70,7 +75,7 @@ def _provider_op(
         signature.verify_(self)  # type: ignore[arg-type]
         for check in checks:
             check(self)
-        if getattr(self, "inplace", None) is not None and semantic not in INPLACE_OUTPUTS:
+        if getattr(self, "inplace", None) is not None and not has_inplace_variant(semantic):
             raise VerifyException(f"{dialect}.{semantic} has no in-place variant")
 
     extra["verify_"] = verify_
