@@ -116,7 +116,7 @@ def compile_command(vendor: Vendor, compiler: str, archs: Sequence[str], src: Pa
                 *gencode, "-I", str(src.parent), str(src), "-o", str(out)]
     if vendor == "emul":
         (warp,) = archs
-        return [compiler, "-std=c++20", "-O2", "-DVX_EMUL", f"-DVX_EMUL_WARP={warp.removeprefix('warp')}",
+        return [compiler, "-std=c++20", "-O1", "-DVX_EMUL", f"-DVX_EMUL_WARP={warp.removeprefix('warp')}",
                 "-shared", "-fPIC", "-I", str(src.parent), "-x", "c++", str(src), "-o", str(out),
                 "-lpthread"]
     offload = [f"--offload-arch={arch}" for arch in archs]

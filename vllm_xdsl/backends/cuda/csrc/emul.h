@@ -21,6 +21,10 @@
 #define __launch_bounds__(n)
 #define __shared__ static
 
+// Few OS threads per block keep the emulation fast on a small CPU; the kernels' row loops
+// are strided, so a smaller block only gives each thread more chunks.
+#define VX_MAX_THREADS 128
+
 #ifndef VX_EMUL_WARP
 #define VX_EMUL_WARP 32
 #endif
@@ -31,7 +35,7 @@ struct dim3 {
 };
 struct vx_uint3 { unsigned x, y, z; };
 inline thread_local vx_uint3 threadIdx;
-inline vx_uint3 blockIdx;
+inline thread_local vx_uint3 blockIdx;
 inline dim3 blockDim;
 
 struct VxEmulBlock {
@@ -83,20 +87,26 @@ inline int vxMemsetAsync(void* p, int v, size_t n, vxStream_t) { memset(p, v, n)
 
 template <class... KArgs, class... Args>
 void vx_emul_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, Args... args) {
-  for (unsigned b = 0; b < grid.x; ++b) {
-    blockIdx = {b, 0, 0};
-    blockDim = block;
-    VxEmulBlock blk;
-    blk.block = std::make_unique<std::barrier<>>(block.x);
-    for (unsigned w = 0; w < (block.x + VX_EMUL_WARP - 1) / VX_EMUL_WARP; ++w)
-      blk.warps.push_back(std::make_unique<std::barrier<>>(VX_EMUL_WARP));
-    blk.dyn_smem.resize((smem + 7) / 8);
-    vx_emul_block = &blk;
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block.x; ++t)
-      threads.emplace_back([=] { threadIdx = {t, 0, 0}; kernel(args...); });
-    for (auto& th : threads) th.join();
-  }
+  // One std::thread per GPU thread, reused for every block; a barrier separates blocks so
+  // that the next block's writes to shared memory (statics) wait for the last one's reads.
+  VxEmulBlock blk;
+  blk.block = std::make_unique<std::barrier<>>(block.x);
+  for (unsigned w = 0; w < (block.x + VX_EMUL_WARP - 1) / VX_EMUL_WARP; ++w)
+    blk.warps.push_back(std::make_unique<std::barrier<>>(VX_EMUL_WARP));
+  blk.dyn_smem.resize((smem + 7) / 8);
+  vx_emul_block = &blk;
+  blockDim = block;
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < block.x; ++t)
+    threads.emplace_back([=, &blk] {
+      threadIdx = {t, 0, 0};
+      for (unsigned b = 0; b < grid.x; ++b) {
+        blockIdx = {b, 0, 0};
+        kernel(args...);
+        blk.block->arrive_and_wait();
+      }
+    });
+  for (auto& th : threads) th.join();
 }
 #define VX_LAUNCH(kernel, grid, block, smem, stream, ...) \
   vx_emul_launch(kernel, dim3(grid), dim3(block), smem, __VA_ARGS__)

@@ -9,7 +9,17 @@
 
 using namespace vx;
 
+#ifndef VX_MAX_THREADS
+#define VX_MAX_THREADS 1024
+#endif
+
 enum DType { D_F32 = 0, D_F16 = 1, D_BF16 = 2 };
+
+// Threads per block: one per vector chunk of the row, a multiple of the warp, at most 1024.
+static int block_threads(int64_t items) {
+  const int64_t capped = items < VX_MAX_THREADS ? (items < 1 ? 1 : items) : VX_MAX_THREADS;
+  return static_cast<int>((capped + VX_WARP - 1) / VX_WARP * VX_WARP);
+}
 
 static thread_local char g_error[512] = "";
 
@@ -45,9 +55,7 @@ template <typename T, typename W, int PROD, int SCHEME>
 static int launch(Params p, vxStream_t stream) {
   constexpr int N = 16 / sizeof(T);
   if (p.rows == 0) return 0;
-  const int64_t items = p.vec ? p.hidden / N : p.hidden;
-  const int64_t capped = items < 1024 ? (items < 1 ? 1 : items) : 1024;
-  const int threads = static_cast<int>((capped + VX_WARP - 1) / VX_WARP * VX_WARP);
+  const int threads = block_threads(p.vec ? p.hidden / N : p.hidden);
   size_t smem = 0;
   if (SCHEME == S_GROUP_FP8) {
     smem = static_cast<size_t>(p.hidden / p.group_size) * sizeof(float);
@@ -208,9 +216,7 @@ int vx_dynamic_scaled_fp8_quant(void* q, float* scale, const void* x, int64_t ro
   Params p = quant_params(q, nullptr, scale, nullptr, fnuz, 0, 0, 0, 0, 0.f, qmax);
   p.x = x; p.rows = rows; p.hidden = hidden; p.x_stride = x_stride;
   p.vec = can_vectorize(p, dtype, S_STATIC_FP8, P_IDENTITY);
-  const int64_t items = p.vec ? hidden / (16 / elem_size(dtype)) : hidden;
-  const int64_t capped = items < 1024 ? (items < 1 ? 1 : items) : 1024;
-  const int threads = static_cast<int>((capped + VX_WARP - 1) / VX_WARP * VX_WARP);
+  const int threads = block_threads(p.vec ? hidden / (16 / elem_size(dtype)) : hidden);
   if (rows > 0) {
     const dim3 grid(static_cast<unsigned>(rows));
     switch (dtype) {

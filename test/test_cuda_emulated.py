@@ -1,0 +1,228 @@
+"""The CUDA/HIP kernels' numerics against the native contracts, without a GPU.
+
+The kernel sources are built with g++ against csrc/emul.h (each GPU thread a std::thread,
+warp shuffles through barriers) and driven by the same Python launchers as on a GPU, with
+CPU tensors. warp32 is the CUDA warp, warp64 the gfx9 wavefront. Device math (expf, sqrtf)
+and the memory model are only covered by a GPU run (python -m vllm_xdsl.verify).
+
+The default grid is small (the emulation starts a thread per GPU thread); set
+VLLM_XDSL_FULL_GRID=1 for OPS.md's full grid.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+import torch
+
+from vllm_xdsl.backends.cuda import library as L
+from vllm_xdsl.backends.cuda.kernels import Kernels
+from vllm_xdsl.ops import fused as F
+from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.tolerance import contract_error
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+FULL = os.environ.get("VLLM_XDSL_FULL_GRID") == "1"
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# (tokens, hidden): odd counts, a hidden size that is not a multiple of the vector width
+# (scalar path), and one realistic width.
+SHAPES = (
+    [(t, h) for t in (1, 7, 17, 257) for h in (16, 64, 4096, 5120)]
+    if FULL else [(1, 16), (7, 64), (3, 40), (2, 4096)]
+)
+FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+
+
+@pytest.fixture(scope="session", params=["warp32", "warp64"])
+def kernels(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Kernels:
+    with pytest.MonkeyPatch.context() as mp:  # a fresh cache: this session compiles
+        mp.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path_factory.mktemp("vx_emul_cache")))
+        return Kernels("cuda", L.load_library("emul", (request.param,)))
+
+
+def _check(actual: torch.Tensor, expected: torch.Tensor, kind: str = "value") -> None:
+    problem = contract_error(actual, expected, kind=kind)  # type: ignore[arg-type]
+    assert problem is None, problem
+
+
+def _x(shape: tuple[int, int], dtype: torch.dtype, seed: int = 0, strided: bool = False) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    t, h = shape
+    if strided:  # rows not contiguous with each other: a slice of a wider tensor
+        return (torch.randn(t, h + 8, generator=g) * 3).to(dtype)[:, :h]
+    return (torch.randn(t, h, generator=g) * 3).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_rms_norm(kernels: Kernels, dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    x = _x(shape, dtype, strided=shape[1] == 64)
+    h = shape[1]
+    for weight, eps, vs in (
+        (None, 1e-5, None),
+        (torch.randn(h).to(dtype), 1e-6, None),
+        (torch.randn(h), 3e-7, None),  # Gemma-style float32 weight
+        (torch.randn(h).to(dtype), 1e-6, h // 2),
+    ):
+        _check(kernels.rms_norm(x, weight, eps, vs), N.rms_norm(x, weight, eps, vs), "norm")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_fused_add_rms_norm(kernels: Kernels, dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    x, r = _x(shape, dtype, 1), _x(shape, dtype, 2)
+    w = torch.randn(shape[1]).to(dtype)
+    out, res = N.fused_add_rms_norm(x, r, w, 1e-6)
+    a, b = kernels.fused_add_rms_norm(x, r, w, 1e-6)
+    _check(a, out, "norm")
+    _check(b, res)
+    # In place: out lands in x and residual_out in residual (the returned tensors are them).
+    xi, ri = x.clone(), r.clone()
+    a, b = kernels.fused_add_rms_norm(xi, ri, w, 1e-6, inplace=True)
+    assert a is xi and b is ri
+    _check(xi, out, "norm")
+    _check(ri, res)
+
+
+def test_fused_add_rms_norm_inplace_strided(kernels: Kernels) -> None:
+    # A strided x (not a plain [T, H] view) is written back through a copy.
+    x, r = _x((5, 64), torch.float16, 3, strided=True), _x((5, 64), torch.float16, 4)
+    out, res = N.fused_add_rms_norm(x, r, None, 1e-5)
+    kernels.fused_add_rms_norm(x, r, None, 1e-5, inplace=True)
+    _check(x, out, "norm")
+    _check(r, res)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_silu_and_mul(kernels: Kernels, dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    x = _x((shape[0], 2 * shape[1]), dtype, 5)
+    _check(kernels.silu_and_mul(x), N.silu_and_mul(x))
+
+
+def _unfused_quants(k: Kernels, x: torch.Tensor) -> list[tuple[str, tuple, tuple]]:
+    """(name, kernel results, native results) for every unfused quant of x."""
+    from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme as S
+
+    h = x.shape[-1]
+    gs = 8 if h % 16 else 16
+    cases = []
+    for fp8 in FP8:
+        fmax = 448.0 if fp8 == torch.float8_e4m3fn else 224.0
+        scale = (x.float().abs().amax() / fmax * 0.7).reshape(1)  # 30 % saturate
+        cases.append(("static_fp8", (k.quant("s", x, S(fp8, True, "tensor"), scale, None)[0],),
+                      (N.static_scaled_fp8_quant(x, scale, fp8),)))
+        cases.append(("dynamic_fp8", k.dynamic_scaled_fp8_quant(x, fp8),
+                      N.dynamic_scaled_fp8_quant(x, fp8)))
+        ub = (x.float().abs().amax() * 0.5).reshape(1)
+        for sub in (None, ub):
+            cases.append((f"token_fp8 ub={sub is not None}",
+                          k.quant("t", x, S(fp8, False, "token"), None, sub),
+                          N.dynamic_per_token_scaled_fp8_quant(x, sub, fp8)))
+        for col in (False, True):
+            for ue8m0 in (False, True):
+                s = S(fp8, False, "group", group_size=gs, column_major_scales=col, use_ue8m0=ue8m0)
+                got = k.quant("g", x, s, None, None)
+                want = N.per_token_group_fp8_quant(x, gs, col, ue8m0, 1e-10, fp8)
+                assert got[1].stride() == want[1].stride()
+                cases.append((f"group_fp8 col={col} ue8m0={ue8m0}", got, want))
+    scale = (x.float().abs().amax() / 127 * 0.7).reshape(1)
+    cases.append(("static_int8", (k.quant("s", x, S(torch.int8, True, "tensor"), scale, None)[0],),
+                  (N.static_scaled_int8_quant(x, scale),)))
+    cases.append(("token_int8", k.quant("t", x, S(torch.int8, False, "token"), None, None),
+                  N.dynamic_per_token_scaled_int8_quant(x)))
+    return cases
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_unfused_quant(kernels: Kernels, dtype: torch.dtype, shape: tuple[int, int]) -> None:
+    x = _x(shape, dtype, 6)
+    if shape[0] > 1:
+        x[0] = 0  # a zero row: int8 scale 0 and q 0; fp8 scale at its floor
+    for name, got, want in _unfused_quants(kernels, x):
+        for g, w in zip(got, want, strict=True):
+            problem = contract_error(g, w, kind="scales" if g.dtype == torch.float32 else "value")
+            assert problem is None, f"{name}: {problem}"
+
+
+SCHEMES = [
+    # (quant_dtype, static, granularity, group_size, column_major, ue8m0, scale_ub)
+    (torch.float8_e4m3fn, True, "tensor", 0, False, False, False),
+    (torch.float8_e4m3fnuz, True, "tensor", 0, False, False, False),
+    (torch.int8, True, "tensor", 0, False, False, False),
+    (torch.float8_e4m3fn, False, "token", 0, False, False, False),
+    (torch.float8_e4m3fn, False, "token", 0, False, False, True),
+    (torch.float8_e4m3fnuz, False, "token", 0, False, False, False),
+    (torch.int8, False, "token", 0, False, False, False),
+    (torch.float8_e4m3fn, False, "group", 8, False, False, False),
+    (torch.float8_e4m3fn, False, "group", 8, True, True, False),
+    (torch.float8_e4m3fnuz, False, "group", 8, True, False, False),
+]
+
+
+def _scheme_inputs(scheme: tuple, y: torch.Tensor) -> tuple[tuple, torch.Tensor | None, torch.Tensor | None]:
+    qd, static, gran, gs, col, ue, with_ub = scheme
+    qmax = 127.0 if qd == torch.int8 else (448.0 if qd == torch.float8_e4m3fn else 224.0)
+    scale = (y.float().abs().amax() / qmax * 0.8).reshape(1) if static else None
+    ub = (y.float().abs().amax() * 0.5).reshape(1) if with_ub else None
+    return (qd, static, gran, gs, col, ue, 1e-10), scale, ub
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: f"{str(s[0])[6:]}-{'static' if s[1] else s[2]}-gs{s[3]}{'-col' if s[4] else ''}{'-ue8m0' if s[5] else ''}{'-ub' if s[6] else ''}")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fused(kernels: Kernels, scheme: tuple, dtype: torch.dtype) -> None:
+    for shape in SHAPES:
+        x, r = _x(shape, dtype, 7), _x(shape, dtype, 8)
+        w = torch.randn(shape[1]).to(dtype)
+        args, scale, ub = _scheme_inputs(scheme, N.rms_norm(x, w, 1e-6))
+        _compare(kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args),
+                 F.rms_norm_quant(x, w, 1e-6, scale, ub, *args), f"rms_norm_quant {shape}")
+        _compare(kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-5, scale, ub, args),
+                 F.fused_add_rms_norm_quant(x, r, w, 1e-5, scale, ub, *args),
+                 f"fused_add_rms_norm_quant {shape}")
+        ri = r.clone()
+        got = kernels.fused("fused_add_rms_norm_quant", x, ri, w, 1e-5, scale, ub, args, inplace=True)
+        assert got[1] is ri
+        _compare(got, F.fused_add_rms_norm_quant(x, r, w, 1e-5, scale, ub, *args), "in place")
+        xs = _x((shape[0], 2 * shape[1]), dtype, 9)
+        args, scale, ub = _scheme_inputs(scheme, N.silu_and_mul(xs))
+        _compare(kernels.fused("silu_and_mul_quant", xs, None, None, 0.0, scale, ub, args),
+                 F.silu_and_mul_quant(xs, scale, ub, *args), f"silu_and_mul_quant {shape}")
+
+
+def _compare(got: tuple, want: tuple, what: str) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.stride() == w.stride(), f"{what}: layout {g.stride()} vs {w.stride()}"
+        problem = contract_error(g, w, kind="scales" if g.dtype == torch.float32 else "value")
+        assert problem is None, f"{what}: {problem}"
+
+
+def test_cpu_tensors_on_real_backend_give_clear_error() -> None:
+    x = torch.randn(2, 16)
+    for vendor in ("cuda", "rocm"):
+        with pytest.raises(L.DeviceUnavailable, match=rf"^vllm_xdsl_{vendor}::rms_norm: needs .* GPU tensors, got a tensor on cpu$"):
+            Kernels(vendor).rms_norm(x, None, 1e-6)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fp8", FP8)
+def test_fp8_rounding_bit_exact(kernels: Kernels, fp8: torch.dtype) -> None:
+    # Every fp8 value, every midpoint between neighbours (ties to even) and points just
+    # beside them: the software conversion must equal torch's bit for bit.
+    from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme as S
+
+    fmax = 448.0 if fp8 == torch.float8_e4m3fn else 224.0
+    grid = torch.arange(256, dtype=torch.uint8).view(fp8).float()
+    grid = grid[torch.isfinite(grid) & (grid.abs() <= fmax)].unique()
+    mids = (grid[1:] + grid[:-1]) / 2
+    x = torch.cat([grid, mids, torch.nextafter(mids, grid[1:]), torch.nextafter(mids, grid[:-1]),
+                   torch.tensor([0.0, -0.0, 1e-30, -1e-30])])
+    x = x.reshape(1, -1)
+    one = torch.ones(1)
+    got = kernels.quant("static_scaled_fp8_quant", x, S(fp8, True, "tensor"), one, None)[0]
+    want = N.static_scaled_fp8_quant(x, one, fp8)
+    assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
