@@ -1,5 +1,6 @@
 // RUN: vllm-opt %s --fuse-norm-quant | filecheck %s
 // RUN: vllm-opt %s --fuse-norm-quant | vllm-opt --fuse-norm-quant | filecheck %s
+// RUN: vllm-opt %s --fuse-norm-quant=raise-rounded-adds=true | filecheck %s --check-prefix=ROUNDED
 
 // rms_norm -> every fusable quant scheme: one rewrite, the scheme comes from the quant.
 // CHECK-LABEL: func.func @rms_norm_schemes
@@ -187,26 +188,44 @@ func.func @runtime_epsilon(%x: tensor<?x256xf32>, %w: tensor<256xf32>, %e: tenso
   func.return %q, %s : tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
 }
 
-// A residual add feeding rms_norm and the residual stream is raised to fused_add_rms_norm
-// (other users of the sum take residual_out), then fused with the quant.
+// An f32 residual add feeding rms_norm and the residual stream is raised to
+// fused_add_rms_norm (other users of the sum take residual_out; bit-exact for f32), then
+// fused with the quant.
 // CHECK-LABEL: func.func @residual_add
-func.func @residual_add(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x256xbf16>) {
-  // CHECK-NEXT: %q, %a = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>
-  %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] kwargs {alpha = 1 : i64} : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
-  %y = vllm.rms_norm %a weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
-  %q = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+func.func @residual_add(%x: tensor<?x256xf32>, %r: tensor<?x256xf32>, %w: tensor<256xf32>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf32>, tensor<?x256xf32>) {
+  // CHECK-NEXT: %q, %a = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xf32>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf8E4M3FN>, tensor<?x256xf32>
+  %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] kwargs {alpha = 1 : i64} : (tensor<?x256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = vllm.rms_norm %a weight(%w : tensor<256xf32>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf32> -> tensor<?x256xf32>
+  %q = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xf32>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
   // Without a quant after it the add + norm still becomes fused_add_rms_norm; a user of
   // the sum placed before the norm is served by placing the fused op at the add.
-  // CHECK-NEXT: %y2, %a2 = vllm.fused_add_rms_norm %x, %a weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-05 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  // CHECK-NEXT: %y2, %a2 = vllm.fused_add_rms_norm %x, %a weight(%w : tensor<256xf32>) {epsilon = 1.000000e-05 : f64} : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>, tensor<?x256xf32>
   // CHECK-NEXT: %n = torch.call "aten::neg.default"(%a2)
-  %a2 = torch.call "aten::add.Tensor"(%x, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
-  %n = torch.call "aten::neg.default"(%a2) [#torch.operand<0>] : (tensor<?x256xbf16>) -> tensor<?x256xbf16>
-  %y2 = vllm.rms_norm %a2 weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %a2 = torch.call "aten::add.Tensor"(%x, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  %n = torch.call "aten::neg.default"(%a2) [#torch.operand<0>] : (tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y2 = vllm.rms_norm %a2 weight(%w : tensor<256xf32>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf32> -> tensor<?x256xf32>
   // CHECK-NOT: aten::add
   // CHECK-NOT: vllm.rms_norm
   // CHECK-NOT: vllm.static_scaled_fp8_quant
   // CHECK-NEXT: func.return %q, %y2, %n
-  func.return %q, %y2, %n : tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x256xbf16>
+  func.return %q, %y2, %n : tensor<?x256xf8E4M3FN>, tensor<?x256xf32>, tensor<?x256xf32>
+}
+
+// f16/bf16 adds are not raised by default (fused_add_rms_norm would normalise the unrounded
+// sum: see the pass docstring); the norm still fuses with its quant. With
+// raise-rounded-adds=true they are raised (vLLM's semantics).
+// CHECK-LABEL: func.func @residual_add_rounded
+// ROUNDED-LABEL: func.func @residual_add_rounded
+func.func @residual_add_rounded(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %w: tensor<256xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %a = torch.call "aten::add.Tensor"(%x, %r)
+  // CHECK-NEXT: %q, %s = vllm.rms_norm_quant %a weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: func.return %q, %s, %a
+  // ROUNDED-NEXT: %q, %a, %s = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x1xf32>
+  // ROUNDED-NEXT: func.return %q, %s, %a
+  %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %y = vllm.rms_norm %a weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q, %s = vllm.dynamic_per_token_scaled_fp8_quant %y : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  func.return %q, %s, %a : tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xbf16>
 }
 
 // Adds that are not a plain residual add stay: alpha 2, a broadcast.

@@ -11,20 +11,24 @@ Rewrites:
 - `silu_and_mul` -> static fp8 or per-token-group fp8 quant  =>  `silu_and_mul_quant`;
 - `torch.call "aten::add.Tensor"(a, b)` (alpha 1, no broadcast) -> `rms_norm`  =>
   `fused_add_rms_norm(a, b)`, other users of the sum use `residual_out`; then the rules
-  above apply.
+  above apply (f32 adds only by default: see "rounding" below).
 The quants are static fp8, dynamic per-token fp8 (with `scale_ub`), per-token-group fp8
 (any group size, ue8m0, column-major), static int8 and dynamic per-token int8. Dynamic
 per-tensor fp8 is never fused: it needs a global reduction before any row is quantized.
 
 Decisions:
 - **Residual add raising and rounding.** `fused_add_rms_norm` normalises the unrounded fp32
-  sum, add-then-norm normalises the sum rounded to the activation dtype. For f32 they are
-  equal; for f16/bf16 the norm input differs by at most half an ulp of the activation
-  dtype (relative 2^-11 for f16, 2^-8 for bf16), so the norm output differs by at most
-  about one ulp: within OPS.md's norm tolerances (f16 atol 1e-2 / rtol 2e-3, bf16
-  rtol 1.6e-2) and the whole-model tolerances. It is also what vLLM computes (its RMSNorm
-  adds the residual in fp32). `residual_out` is bit-identical to the add (both round the
-  fp32 sum once). We therefore raise; test_fuse_norm_quant.py measures the difference.
+  sum; add-then-norm normalises the sum rounded to the activation dtype. For f32 adds the two
+  are bit-identical, so f32 adds are always raised. For f16/bf16 they differ: the norm output
+  stays within OPS.md's norm tolerance, but a quant after it turns those one-ulp differences
+  into one-step fp8 flips (measured: 1.25 % of values for bf16, over OPS.md's 1 % fp8
+  limit), and a model of fp8 linears amplifies them far beyond the whole-model tolerance
+  (measured on the vLLM-shaped 3-linear model of test_fuse_norm_quant.py: max abs error
+  0.24 for f16 vs 2e-3 allowed, 0.41 for bf16 vs 1e-2). vLLM computes the unrounded
+  form, but a graph with a separate f16/bf16 add asked for the rounded one, so such adds
+  are NOT raised by default (the norm still fuses with its quant; the add stays).
+  `raise-rounded-adds=true` raises them anyway (vLLM's semantics, outside the contract).
+  `residual_out` is bit-identical to the add in every case (both round the fp32 sum once).
 - **Views.** torch view/reshape/flatten/squeeze ops between producer and quant that keep
   the (static) last dimension do not block fusion: the fused op runs on the producer's
   shape and the views are re-applied to `q`. Scales need no view: per-token and per-group
@@ -49,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.passes import ModulePass
@@ -225,8 +229,14 @@ class FuseQuantIntoProducer(RewritePattern):
         return build_op(family.fused, operands, result_types, props)
 
 
+@dataclass
 class RaiseResidualAdd(RewritePattern):
-    """`aten::add.Tensor(a, b)` -> `rms_norm`  =>  `fused_add_rms_norm(a, b)`."""
+    """`aten::add.Tensor(a, b)` -> `rms_norm`  =>  `fused_add_rms_norm(a, b)`.
+
+    Only f32 adds unless `rounded`: for f16/bf16 the fused op normalises the unrounded sum.
+    """
+
+    rounded: bool = False
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, vllm.RmsNormOp) or op.variance_size is not None:
@@ -236,6 +246,8 @@ class RaiseResidualAdd(RewritePattern):
             return
         assert isinstance(add, CallOp)
         total = add.outputs[0]
+        if not self.rounded and total.type.element_type != Float32Type():  # type: ignore[attr-defined]
+            return
         others = [u.operation for u in total.uses if u.operation is not op]
         if all_before(op, others):
             anchor: Operation = op
@@ -264,8 +276,12 @@ class FuseNormQuantPass(ModulePass):
 
     name = "fuse-norm-quant"
 
+    # Also raise f16/bf16 residual adds (vLLM's unrounded semantics; see the module doc).
+    raise_rounded_adds: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise_adds = RaiseResidualAdd(self.raise_rounded_adds)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([RaiseResidualAdd(), FuseQuantIntoProducer()]),
+            GreedyRewritePatternApplier([raise_adds, FuseQuantIntoProducer()]),
             apply_recursively=True,
         ).rewrite_module(op)
