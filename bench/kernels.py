@@ -1,0 +1,338 @@
+"""GPU benchmark of the generated Triton kernels (issue 6), side by side with the baselines.
+
+For every kernel (each op, the fused ops with their common schemes) at decode and prefill
+shapes (tokens 1, 16, 256, 4096, 16384; hidden 4096, 5120, 8192; bf16) it measures:
+
+- triton:   the generated kernel (vllm_xdsl.backends.triton), as eager dispatch calls it;
+- eager:    the native contract run by PyTorch eagerly;
+- inductor: the native contract compiled by torch.compile (Inductor fuses norm+quant into
+            one Triton kernel of its own: the real baseline);
+- copy:     device-to-device copy bandwidth (a 1 GiB tensor copy), the limit.
+
+Bandwidth counts the bytes every implementation must move: its inputs read once plus its
+outputs written once. Each triton result is also checked against the native contract
+(OPS.md tolerances) before it is timed. Prints a Markdown table, optionally writes it
+(--out) and a PNG plot (--plot; needs matplotlib).
+
+    python bench/kernels.py                          # the whole grid (needs a GPU)
+    python bench/kernels.py --ops rms_norm,rms_norm_quant[group128] --tokens 4096,16384
+    python bench/kernels.py --dry-run                # CPU: Triton's interpreter, tiny shapes
+
+Targets at >= 4096 tokens x 4096: >= 85 % of copy bandwidth; never slower than inductor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+TOKENS = (1, 16, 256, 4096, 16384)
+HIDDEN = (4096, 5120, 8192)
+DRY_TOKENS, DRY_HIDDEN = (1, 7), (256,)
+COPY_BYTES = 1 << 30
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", help="comma-separated case names (default: all; --list shows them)")
+    p.add_argument("--tokens", help=f"comma-separated token counts (default {TOKENS})")
+    p.add_argument("--hidden", help=f"comma-separated hidden sizes (default {HIDDEN})")
+    p.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--out", help="write the Markdown table to this file")
+    p.add_argument("--plot", default=None, help="write a PNG plot here (default "
+                   "bench/kernels.png on a GPU, none in a dry run)")
+    p.add_argument("--list", action="store_true", help="list the case names and exit")
+    p.add_argument("--dry-run", action="store_true",
+                   help="run every path on the CPU in Triton's interpreter with tiny shapes "
+                        "(checks the script, measures nothing meaningful)")
+    return p.parse_args(argv)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmarked kernel: the op and how to build its arguments for [tokens, hidden]."""
+
+    name: str
+    op: str
+    make: Callable[[Any, int, int], tuple]  # (Tensor factory, tokens, hidden) -> args
+
+
+def cases() -> list[Case]:
+    import torch
+
+    e4m3 = torch.float8_e4m3fn
+
+    def static(mk):
+        return mk.scale()
+
+    out = [
+        Case("rms_norm", "rms_norm", lambda mk, t, h: (mk(t, h), mk(h), 1e-6)),
+        Case("fused_add_rms_norm", "fused_add_rms_norm",
+             lambda mk, t, h: (mk(t, h), mk(t, h), mk(h), 1e-6)),
+        Case("static_scaled_fp8_quant", "static_scaled_fp8_quant",
+             lambda mk, t, h: (mk(t, h), static(mk))),
+        Case("dynamic_scaled_fp8_quant", "dynamic_scaled_fp8_quant", lambda mk, t, h: (mk(t, h),)),
+        Case("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_fp8_quant",
+             lambda mk, t, h: (mk(t, h),)),
+        Case("per_token_group_fp8_quant", "per_token_group_fp8_quant",
+             lambda mk, t, h: (mk(t, h), 128)),
+        Case("static_scaled_int8_quant", "static_scaled_int8_quant",
+             lambda mk, t, h: (mk(t, h), static(mk))),
+        Case("dynamic_per_token_scaled_int8_quant", "dynamic_per_token_scaled_int8_quant",
+             lambda mk, t, h: (mk(t, h),)),
+        Case("silu_and_mul", "silu_and_mul", lambda mk, t, h: (mk(t, 2 * h),)),
+    ]
+    schemes = {
+        "static": lambda mk: (mk.scale(), None, e4m3, True, "tensor"),
+        "token": lambda mk: (None, None, e4m3, False, "token"),
+        "group128": lambda mk: (None, None, e4m3, False, "group", 128),
+    }
+    for tag, scheme in schemes.items():
+        out.append(Case(f"rms_norm_quant[{tag}]", "rms_norm_quant",
+                        lambda mk, t, h, s=scheme: (mk(t, h), mk(h), 1e-6, *s(mk))))
+        out.append(Case(f"fused_add_rms_norm_quant[{tag}]", "fused_add_rms_norm_quant",
+                        lambda mk, t, h, s=scheme: (mk(t, h), mk(t, h), mk(h), 1e-6, *s(mk))))
+    for tag in ("static", "group128"):
+        out.append(Case(f"silu_and_mul_quant[{tag}]", "silu_and_mul_quant",
+                        lambda mk, t, h, s=schemes[tag]: (mk(t, 2 * h), *s(mk))))
+    return out
+
+
+class Maker:
+    """bf16 random tensors on the device, and a static scale."""
+
+    def __init__(self, device: str) -> None:
+        import torch
+
+        self.torch, self.device = torch, device
+        self.gen = torch.Generator(device=device).manual_seed(0)
+
+    def __call__(self, *shape: int):
+        return self.torch.randn(*shape, generator=self.gen, device=self.device).to(
+            self.torch.bfloat16)
+
+    def scale(self):
+        return self.torch.tensor([0.02], device=self.device)
+
+
+def tensors(obj) -> list:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in tensors(o)]
+    return []
+
+
+def nbytes(args: tuple, outs) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors(args) + tensors(outs))
+
+
+class Timer:
+    """Median time of a call in seconds: do_bench (CUDA events, L2 flushed) on a GPU,
+    wall-clock on the CPU (dry run)."""
+
+    def __init__(self, gpu: bool) -> None:
+        self.gpu = gpu
+
+    def __call__(self, fn: Callable[[], Any]) -> float:
+        if self.gpu:
+            from triton.testing import do_bench
+
+            return do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e-3
+        fn()
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return sorted(times)[1]
+
+
+def copy_bandwidth(timer: Timer, device: str, nbytes_total: int) -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read + written per second)."""
+    import torch
+
+    src = torch.empty(nbytes_total // 2, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return 2 * src.numel() / timer(lambda: dst.copy_(src)) / 1e9
+
+
+def check(case: Case, got, want) -> str:
+    """'ok' or the first OPS.md tolerance violation of the triton result."""
+    import torch
+
+    from vllm_xdsl.ops.tolerance import contract_error
+
+    got, want = tensors(got), tensors(want)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        scales = w.dtype == torch.float32 and "quant" in case.op and i > 0
+        norm = case.op.startswith(("rms", "fused")) and "quant" not in case.op
+        problem = contract_error(g.cpu(), w.cpu(), kind="scales" if scales else
+                                 ("norm" if norm else "value"))
+        if problem:
+            return f"MISMATCH output {i}: {problem}"
+    return "ok"
+
+
+def compiled(case: Case, hidden: int, native: Callable, cache: dict) -> Callable:
+    """torch.compile'd native, one per (case, hidden). Default dynamism: the first (largest)
+    token count compiles specialized, later ones recompile once with a dynamic token dim."""
+    import torch
+
+    key = (case.name, hidden)
+    if key not in cache:
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+        cache[key] = torch.compile(native)
+    return cache[key]
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from vllm_xdsl import ops
+    from vllm_xdsl.backends.triton.functions import FUNCTIONS
+
+    gpu = not args.dry_run
+    device = "cuda" if gpu else "cpu"
+    all_cases = cases()
+    if args.list:
+        print("\n".join(c.name for c in all_cases))
+        return 0
+    wanted = args.ops.split(",") if args.ops else [c.name for c in all_cases]
+    unknown = set(wanted) - {c.name for c in all_cases}
+    if unknown:
+        print(f"bench/kernels.py: unknown case(s) {sorted(unknown)}; --list shows them",
+              file=sys.stderr)
+        return 2
+    tokens = tuple(int(t) for t in args.tokens.split(",")) if args.tokens else (
+        DRY_TOKENS if args.dry_run else TOKENS)
+    hidden = tuple(int(h) for h in args.hidden.split(",")) if args.hidden else (
+        DRY_HIDDEN if args.dry_run else HIDDEN)
+    timer = Timer(gpu)
+    copy_size = COPY_BYTES if gpu else 1 << 24
+    copy_peak = copy_bandwidth(timer, device, copy_size)
+    name = torch.cuda.get_device_name() if gpu else "CPU (Triton interpreter, dry run)"
+    header = (f"device: {name}; torch {torch.__version__}; "
+              f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+              f"command: python bench/kernels.py {' '.join(sys.argv[1:])}\n"
+              f"copy bandwidth ({copy_size >> 20} MiB device-to-device): {copy_peak:.4g} GB/s\n")
+    print(header)
+    cols = ["case", "tokens", "hidden", "MB moved", "triton us", "triton GB/s", "% copy",
+            "eager us", "inductor us", "vs inductor", "check"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    print(lines[0], lines[1], sep="\n", flush=True)
+    results: list[dict[str, Any]] = []
+    compile_cache: dict = {}
+    mk = Maker(device)
+    for case in (c for c in all_cases if c.name in wanted):
+        native = ops.ALL_OPS[case.op].native
+        fn = FUNCTIONS[case.op]
+        for h in hidden:
+            for t in sorted(tokens, reverse=True):  # largest first: fewer recompiles
+                a = case.make(mk, t, h)
+                got = fn(*a)
+                status = check(case, got, native(*a))
+                moved = nbytes(a, got)
+                t_tri = timer(lambda fn=fn, a=a: fn(*a))
+                t_eager = timer(lambda native=native, a=a: native(*a))
+                t_ind = float("nan")
+                if not args.no_inductor:
+                    comp = compiled(case, h, native, compile_cache)
+                    comp(*a)
+                    t_ind = timer(lambda comp=comp, a=a: comp(*a))
+                gbs = moved / t_tri / 1e9
+                row = dict(case=case.name, tokens=t, hidden=h, gbs=gbs, pct=100 * gbs / copy_peak,
+                           tri=t_tri, eager=t_eager, ind=t_ind,
+                           eager_gbs=moved / t_eager / 1e9, ind_gbs=moved / t_ind / 1e9)
+                results.append(row)
+                ind = "-" if args.no_inductor else f"{t_ind * 1e6:.1f}"
+                ratio = "-" if args.no_inductor else f"{t_ind / t_tri:.2f}x"
+                line = (f"| {case.name} | {t} | {h} | {moved / 1e6:.2f} | {t_tri * 1e6:.1f} | "
+                        f"{gbs:.4g} | {row['pct']:.0f} % | {t_eager * 1e6:.1f} | {ind} | "
+                        f"{ratio} | {status} |")
+                lines.append(line)
+                print(line, flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(header + "\n" + "\n".join(lines) + "\n")
+        print(f"table written to {args.out}")
+    plot_path = args.plot if args.plot is not None else (None if args.dry_run else
+                                                         "bench/kernels.png")
+    if plot_path:
+        plot(results, copy_peak, plot_path, name)
+    return 0 if all("MISMATCH" not in ln for ln in lines) else 1
+
+
+def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot skipped: matplotlib is not installed (pip install matplotlib)")
+        return
+    names = list(dict.fromkeys(r["case"] for r in results))
+    hiddens = sorted({r["hidden"] for r in results})
+    ncols = min(3, len(names))
+    nrows = (len(names) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.6 * nrows), squeeze=False)
+    colors = dict(zip(hiddens, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=False))
+    for ax, name in zip(axes.flat, names, strict=False):
+        for h in hiddens:
+            rows = sorted((r for r in results if r["case"] == name and r["hidden"] == h),
+                          key=lambda r: r["tokens"])
+            xs = [r["tokens"] for r in rows]
+            ax.plot(xs, [r["gbs"] for r in rows], "-o", color=colors.get(h), ms=3,
+                    label=f"triton H={h}")
+            ax.plot(xs, [r["ind_gbs"] for r in rows], "--", color=colors.get(h),
+                    label=f"inductor H={h}")
+            ax.plot(xs, [r["eager_gbs"] for r in rows], ":", color=colors.get(h),
+                    label=f"eager H={h}")
+        ax.axhline(copy_peak, color="black", lw=1, label="copy bandwidth")
+        ax.set_xscale("log")
+        ticks = sorted({r["tokens"] for r in results})
+        ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=7)
+        ax.minorticks_off()
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("tokens")
+        ax.set_ylabel("GB/s")
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=6)
+    fig.suptitle(f"vllm-xdsl Triton kernels vs native eager / Inductor ({device})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.dry_run:
+        os.environ["TRITON_INTERPRET"] = "1"  # before anything imports triton
+    else:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("bench/kernels.py: no GPU (torch.cuda.is_available() is False); this "
+                  "benchmark needs CUDA or ROCm. `--dry-run` checks it on the CPU.",
+                  file=sys.stderr)
+            return 2
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        print("bench/kernels.py: triton is not installed (pip install 'vllm-xdsl[triton]')",
+              file=sys.stderr)
+        return 2
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
