@@ -30,8 +30,11 @@ template <> VX_DEV bf16_t from_f<bf16_t>(float v) { return {vx_float_to_bf16(v)}
 // The value v takes once stored in dtype T (a rounding point of the contract).
 template <typename T> VX_DEV float round_to(float v) { return to_f(from_f<T>(v)); }
 
-// N consecutive elements; 16 bytes for activations, so one vector load or store.
-template <typename T, int N> struct alignas(sizeof(T) * N) Pack { T v[N]; };
+// N consecutive elements; 16 bytes for activations, so one vector load or store. Never
+// assume more than 16-byte alignment: a float32 weight beside f16 activations is a 32-byte
+// pack (two loads) whose base the host only checked for 16.
+template <typename T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Pack { T v[N]; };
 
 template <typename T, int N> VX_DEV void load(const T* p, float* out) {
   if constexpr (N == 1) {
