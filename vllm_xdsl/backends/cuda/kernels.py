@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.cuda import library as L
-from vllm_xdsl.backends.cuda.build import Vendor
+from vllm_xdsl.backends.cuda.build import BuildError, ToolchainMissing, Vendor
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
@@ -24,6 +24,7 @@ _F32 = torch.float32
 _GPU = {"cuda": "CUDA", "rocm": "ROCm"}
 
 
+@functools.cache
 def device_archs(vendor: Vendor, device: torch.device) -> tuple[str, ...]:
     """The arch to build for: sm_XY of an NVIDIA GPU, gfxNNN of an AMD one."""
     if vendor == "cuda":
@@ -90,7 +91,10 @@ class Kernels:
         if is_hip != (self.vendor == "rocm"):
             raise L.DeviceUnavailable(f"{ns}: this torch build drives {'ROCm' if is_hip else 'CUDA'} GPUs")
         device = next(t for t in tensors if t is not None).device
-        lib = _library(self.vendor, device_archs(self.vendor, device))
+        try:
+            lib = _library(self.vendor, device_archs(self.vendor, device))
+        except (ToolchainMissing, BuildError) as e:  # first use builds: say which op needed it
+            raise type(e)(f"{ns}: {e}") from None
         index = device.index if device.index is not None else torch.cuda.current_device()
         lib.call("vx_use_device", index, op=op)
         return lib, torch.cuda.current_stream(device).cuda_stream
