@@ -1,9 +1,12 @@
-"""The CUDA/HIP kernels' numerics against the native contracts, without a GPU.
+"""The CUDA/HIP kernels' numerics against the native contracts, without a GPU (and on one).
 
 The kernel sources are built with g++ against csrc/emul.h (each GPU thread a std::thread,
 warp shuffles through barriers) and driven by the same Python launchers as on a GPU, with
 CPU tensors. warp32 is the CUDA warp, warp64 the gfx9 wavefront. Device math (expf, sqrtf)
 and the memory model are only covered by a GPU run (python -m vllm_xdsl.verify).
+
+Where torch sees a GPU, the same tests also run the real kernels ("gpu"): inputs are made
+on the CPU, moved to the device, and results compared on the CPU against the natives.
 
 The default grid is small (the emulation starts a thread per GPU thread); set
 VLLM_XDSL_FULL_GRID=1 for OPS.md's full grid.
@@ -41,8 +44,37 @@ SHAPES = (
 FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
-@pytest.fixture(scope="session", params=["warp32", "warp64"])
+class OnDevice:
+    """Kernels called with CPU tensors, run on `device`; results (and in-place writes) come back."""
+
+    def __init__(self, kernels: Kernels, device: str) -> None:
+        self.kernels, self.device = kernels, device
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        fn = getattr(self.kernels, name)
+
+        def call(*args: object, **kwargs: object) -> object:
+            moved = [a.to(self.device) if isinstance(a, torch.Tensor) else a for a in args]
+            out = fn(*moved, **kwargs)
+            back = {}
+            for a, m in zip(args, moved, strict=True):
+                if isinstance(a, torch.Tensor):
+                    a.copy_(m.cpu())  # what an in-place kernel wrote
+                    back[id(m)] = a
+            if isinstance(out, tuple):
+                return tuple(back.get(id(o), o.cpu()) for o in out)
+            return back.get(id(out), out.cpu())
+
+        return call
+
+
+GPU = torch.cuda.is_available()
+
+
+@pytest.fixture(scope="session", params=["warp32", "warp64", *(["gpu"] if GPU else [])])
 def kernels(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Kernels:
+    if request.param == "gpu":
+        return OnDevice(Kernels("rocm" if torch.version.hip else "cuda"), "cuda")  # type: ignore[return-value]
     _require_cxx()
     with pytest.MonkeyPatch.context() as mp:  # a fresh cache: this session compiles
         mp.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path_factory.mktemp("vx_emul_cache")))
