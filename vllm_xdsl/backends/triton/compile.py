@@ -51,10 +51,11 @@ def get_module(spec: KernelSpec) -> types.ModuleType:
     return module
 
 
-def get_kernels(spec: KernelSpec) -> list[Any]:
-    """All jitted kernels of `spec`, in launch order."""
+@cache
+def get_kernels(spec: KernelSpec) -> tuple[Any, ...]:
+    """All jitted kernels of `spec`, in launch order (cached: launches look them up)."""
     module = get_module(spec)
-    return [getattr(module, name) for name in emit_kernels(spec)]
+    return tuple(getattr(module, name) for name in emit_kernels(spec))
 
 
 def get_kernel(spec: KernelSpec) -> Any:

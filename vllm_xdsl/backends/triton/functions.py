@@ -4,6 +4,8 @@ These are what `register()` registers as provider "triton" and what the torch cu
 `torch.ops.vllm_xdsl_triton.<op>` run. Annotations are real (custom op schemas).
 """
 
+from functools import lru_cache
+
 import torch
 from torch import Tensor
 
@@ -11,8 +13,11 @@ from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
+_INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
+_INT8_TOKEN = QuantScheme(torch.int8, False, "token")
 
 
+@lru_cache(maxsize=256)
 def _fp8(op: str, fp8_dtype: torch.dtype, *rest) -> QuantScheme:
     """The fp8 scheme of an unfused fp8 op (ValueError naming the op for a non-fp8 dtype)."""
     try:
@@ -73,11 +78,11 @@ def per_token_group_fp8_quant(
 
 
 def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
-    return L.quant(x, QuantScheme(torch.int8, True, "tensor"), scale)[0]
+    return L.quant(x, _INT8_STATIC, scale)[0]
 
 
 def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
-    q, scales = L.quant(x, QuantScheme(torch.int8, False, "token"))
+    q, scales = L.quant(x, _INT8_TOKEN)
     assert scales is not None
     return q, scales
 

@@ -9,6 +9,8 @@ Annotations are real (no `from __future__ import annotations`): the torch custom
 infer their schemas from the natives, and these functions must match them.
 """
 
+from functools import lru_cache
+
 import torch
 from torch import Tensor
 
@@ -29,9 +31,20 @@ def _rows(t: Tensor) -> Tensor:
     return t.reshape(-1, t.shape[-1])
 
 
-def _spec(op: str, x: Tensor, width: int, **kw) -> KernelSpec:
-    block = next_pow2(width)
-    return KernelSpec(op, x.dtype, block_size=block, num_warps=default_num_warps(block), **kw)
+def _spec(op: str, x: Tensor, width: int, weight_dtype: torch.dtype | None = None,
+          epsilon: float | None = None, variance_size: int | None = None,
+          scheme: QuantScheme | None = None, has_scale_ub: bool = False) -> KernelSpec:
+    return _cached_spec(op, x.dtype, next_pow2(width), weight_dtype, epsilon, variance_size,
+                        scheme, has_scale_ub)
+
+
+@lru_cache(maxsize=4096)
+def _cached_spec(op: str, dtype: torch.dtype, block: int, weight_dtype: torch.dtype | None,
+                 epsilon: float | None, variance_size: int | None, scheme: QuantScheme | None,
+                 has_scale_ub: bool) -> KernelSpec:
+    # Cached: a decode-sized launch must not pay for building and validating a spec.
+    return KernelSpec(op, dtype, weight_dtype, epsilon, variance_size, scheme, has_scale_ub,
+                      block, default_num_warps(block))
 
 
 def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
@@ -182,5 +195,15 @@ def fused_scheme(op: str, scale: Tensor | None, scale_ub: Tensor | None, quant_d
                  static: bool, granularity: str, group_size: int, column_major_scales: bool,
                  use_ue8m0: bool, group_eps: float) -> QuantScheme:
     """The validated scheme of a fused op's arguments (the native's checks and messages)."""
-    return scheme_of(op, scale, scale_ub, quant_dtype, static, granularity, group_size,
-                     column_major_scales, use_ue8m0, group_eps)
+    return _fused_scheme(op, scale is not None, scale_ub is not None, quant_dtype, static,
+                         granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+
+
+_GIVEN = torch.empty(0)  # stands for "a tensor was passed": scheme_of only tests for None
+
+
+@lru_cache(maxsize=1024)
+def _fused_scheme(op: str, has_scale: bool, has_scale_ub: bool, *scheme_args) -> QuantScheme:
+    # Cached (the arguments are plain values); errors are not cached and re-raise each call.
+    return scheme_of(op, _GIVEN if has_scale else None, _GIVEN if has_scale_ub else None,
+                     *scheme_args)
