@@ -58,4 +58,7 @@ def _call_result_problem(call: CallOp, value: SSAValue) -> str | None:
 def clone(b: TorchBuilder, value: SSAValue) -> SSAValue:
     """A copy the in-place kernel may overwrite instead of `value`."""
     dtype, shape = meta(value)
-    return b.call("aten::clone.default", value, dtype=dtype, shape=shape)
+    copy = b.call("aten::clone.default", value, dtype=dtype, shape=shape)
+    if value.name_hint:
+        copy.name_hint = f"{value.name_hint}_copy"
+    return copy

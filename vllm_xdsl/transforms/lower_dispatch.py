@@ -167,7 +167,7 @@ class LowerSemanticOp(RewritePattern):
         if problems:
             return operands, [], [f"out of place: {'; '.join(problems)}"]
         props["inplace"] = _unit()
-        return operands, [], [f"in place: overwrites {', '.join(inputs)} (only use)"]
+        return operands, [], [f"in place: overwrites {n} (its only use)" for n in inputs]
 
 
 def _name_intermediates(op: Operation, new_ops: list[Operation], values: list[SSAValue]) -> None:
