@@ -5,8 +5,12 @@
 - `vllm.*` ops call `torch.ops.vllm_xdsl.*`, provider ops their backend's torch op.
 - A runtime epsilon (a 0-d f64 tensor operand, as under `dynamic=True`): an unlowered
   `vllm` op is exported as its native decomposition traced with that tensor as epsilon
-  (plain aten ops, no value ever baked in, Inductor can fuse it); a provider op, whose
-  kernel takes a float, gets `aten._local_scalar_dense(eps)` (a runtime read).
+  (plain aten ops, no value ever baked in, Inductor can fuse it, decompose.py); a
+  provider op, whose kernel takes a float, calls a wrapper op that reads the value at run
+  time (runtime_eps.py).
+- Provider implementation properties (block_size, vec_width, inplace) are not torch
+  arguments; an `inplace` provider op is exported as its functional torch op (correct,
+  without the in-place saving).
 - `torch.get_attr` reads the constant from `owner` (the original GraphModule).
 
 Every node gets `meta["val"]`: copied from the FX node the op was imported from when its
@@ -31,6 +35,7 @@ from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 
 from .literals import ExportError, python_value
 from .meta import FakeRunner
+from .runtime_eps import tensor_epsilon_op
 from .semantic import native_arguments, provider_of, result_indices, torch_overload
 
 # Metadata worth keeping from the original node (val is handled separately).
@@ -110,11 +115,6 @@ class Exporter:
         runtime_tensor = eps_value is not None and isinstance(eps_value.type, TensorType)
         if eps_value is not None:
             epsilon = self.node(eps_value)
-            if runtime_tensor and provider_of(op) != "vllm":
-                epsilon = self.graph.call_function(
-                    torch.ops.aten._local_scalar_dense.default, (epsilon,)
-                )
-                self.fake.run(epsilon)
         args = native_arguments(op, self.node, epsilon)
         indices = result_indices(op)
         if runtime_tensor and provider_of(op) == "vllm":
@@ -124,7 +124,10 @@ class Exporter:
             for value, index in zip(op.results, indices, strict=True):
                 self.nodes[value] = outs[index]
             return
-        node = self.graph.call_function(torch_overload(op), tuple(args.values()))
+        overload = torch_overload(op)
+        if runtime_tensor:
+            overload = tensor_epsilon_op(overload, op.SEMANTIC_NAME)
+        node = self.graph.call_function(overload, tuple(args.values()))
         self.finish(op, node, list(op.results), len(_outputs(op)) > 1, indices)
 
     def finish(

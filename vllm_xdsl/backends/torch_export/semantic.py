@@ -22,6 +22,8 @@ from .literals import ExportError
 
 # Where each provider registers its torch ops (imported on first use), in order.
 PROVIDER_MODULES = ("vllm_xdsl.backends.{}.torch_ops", "vllm_xdsl.backends.{}")
+# The rocm kernels share the cuda sources and op definitions (torch_ops.define("rocm")).
+_MODULE_OF = {"rocm": "vllm_xdsl.backends.cuda.torch_ops"}
 
 
 def provider_of(op: SemanticSignature) -> str:
@@ -55,12 +57,17 @@ def _find(namespace: str, name: str) -> Any:
 
 
 def _load(provider: str) -> None:
-    for pattern in PROVIDER_MODULES:
+    candidates = [_MODULE_OF[provider]] if provider in _MODULE_OF else []
+    for name in candidates + [p.format(provider) for p in PROVIDER_MODULES]:
         try:
-            importlib.import_module(pattern.format(provider))
-            return
+            module = importlib.import_module(name)
         except ImportError:
             continue
+        # cuda/rocm register their ops per vendor on demand: torch_ops.define(vendor).
+        define = getattr(module, "define", None)
+        if callable(define):
+            define(provider)
+        return
 
 
 def _scheme_args(op: Any) -> dict[str, Any]:

@@ -1,0 +1,162 @@
+"""The `torch.compile` backend: `torch.compile(model, backend="vllm_xdsl", options={...})`.
+
+Dynamo graph -> AOTAutograd (functional aten graph, Inductor's decompositions) -> import
+-> passes (vllm_xdsl.pipeline) -> export -> inner compiler. The passes run on the graph
+AOTAutograd hands to Inductor, before Inductor's own post-grad passes, in the place where
+vLLM installs its post-grad passes; Inductor (`compile_fx_inner`) then generates code for
+the rest of the graph and for the native lowerings. Doing it as a forward compiler rather
+than as an Inductor `post_grad_custom_post_pass` keeps one pipeline for both inner
+compilers (`inner="eager"` runs the exported graph as is) and lets a failure fall back to
+the untouched graph.
+
+Options: inner ("inductor" | "eager"), passes (list of pass names), priority
+(VLLM_XDSL_PRIORITY syntax), target ("cuda" | "rocm" | "cpu"), strict (bool). An internal
+failure logs ONE warning naming the stage and runs the unmodified graph (strict raises).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+from vllm_xdsl.pipeline import (
+    DEFAULT_PASSES,
+    TARGETS,
+    Dumper,
+    PipelineOptions,
+    PipelineResult,
+    StageError,
+    run_pipeline,
+)
+
+logger = logging.getLogger("vllm_xdsl")
+INNER = ("inductor", "eager")
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    inner: str = "inductor"
+    pipeline: PipelineOptions = PipelineOptions()
+    strict: bool = False
+
+    @staticmethod
+    def parse(options: dict[str, Any] | None) -> BackendOptions:
+        """Validate `torch.compile(..., options=...)`; ValueError with one clear line."""
+        options = dict(options or {})
+        unknown = set(options) - {"inner", "passes", "priority", "target", "strict"}
+        if unknown:
+            raise ValueError(f"vllm_xdsl: unknown option(s) {sorted(unknown)}")
+        inner = options.get("inner", "inductor")
+        if inner not in INNER:
+            raise ValueError(f"vllm_xdsl: inner must be one of {INNER}, got {inner!r}")
+        passes = options.get("passes", DEFAULT_PASSES)
+        if isinstance(passes, str) or not all(isinstance(p, str) for p in passes):
+            raise ValueError(f"vllm_xdsl: passes must be a list of pass names, got {passes!r}")
+        target = options.get("target")
+        if target is not None and target not in TARGETS:
+            raise ValueError(f"vllm_xdsl: target must be one of {TARGETS}, got {target!r}")
+        priority = options.get("priority")
+        if priority is not None:
+            from vllm_xdsl.ops import parse_priority
+
+            parse_priority(priority)  # a bad string is the user's error: raise now
+        return BackendOptions(
+            inner, PipelineOptions(tuple(passes), target, priority), bool(options.get("strict"))
+        )
+
+
+# The last pipeline results, newest last (the demo and tests read them).
+RESULTS: list[PipelineResult] = []
+
+
+def _inner_compile(inner: str, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+    if inner == "eager":
+        return gm
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    return compile_fx_inner(gm, example_inputs)
+
+
+def transform(gm: torch.fx.GraphModule, options: PipelineOptions) -> torch.fx.GraphModule:
+    """Import, run the passes, export: the new GraphModule (StageError on failure)."""
+    from vllm_xdsl.backends.torch_export import export_module
+    from vllm_xdsl.frontend import import_graph
+
+    dumper = Dumper.from_env(getattr(gm, "_vllm_xdsl_name", "graph"))
+    stage = "import"
+    try:
+        imported = import_graph(gm)
+        result = run_pipeline(imported.module, options, dumper)
+        stage = "export"
+        values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+        exported = export_module(imported.module, gm, values, imported.origin)
+    except StageError:
+        raise
+    except Exception as e:
+        raise StageError(stage, e) from e
+    RESULTS.append(result)
+    del RESULTS[:-16]
+    return exported
+
+
+def device_target(example_inputs: list[Any]) -> str:
+    """The dispatch target of the graph's tensors: cuda/rocm on a GPU, else cpu."""
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+            return "rocm" if torch.version.hip else "cuda"
+    return "cpu"
+
+
+class ForwardCompiler:
+    """AOTAutograd's forward/inference compiler: transform, then the inner compiler."""
+
+    def __init__(self, options: BackendOptions) -> None:
+        self.options = options
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+        options = self.options.pipeline
+        if options.target is None:
+            options = dataclasses.replace(options, target=device_target(example_inputs))
+        try:
+            new_gm = transform(gm, options)
+        except StageError as e:
+            return self._fall_back(e.stage, e.cause, gm, example_inputs)
+        try:
+            return _inner_compile(self.options.inner, new_gm, example_inputs)
+        except Exception as e:  # the original graph compiles: the transform broke it
+            return self._fall_back(f"{self.options.inner} compile", e, gm, example_inputs)
+
+    def _fall_back(
+        self, stage: str, cause: BaseException, gm: torch.fx.GraphModule, example_inputs: list[Any]
+    ) -> Callable:
+        if self.options.strict:
+            raise RuntimeError(f"vllm_xdsl: {stage} failed: {cause}") from cause
+        logger.warning(
+            "vllm_xdsl: %s failed (%s: %s); running the unmodified graph",
+            stage, type(cause).__name__, cause,
+        )
+        logger.debug("vllm_xdsl: %s failure", stage, exc_info=cause)
+        return _inner_compile(self.options.inner, gm, example_inputs)
+
+
+def vllm_xdsl_backend(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Callable:
+    """The Dynamo backend registered as "vllm_xdsl" (entry point torch_dynamo_backends)."""
+    from vllm_xdsl.frontend.capture import aot_backend
+
+    parsed = BackendOptions.parse(options)
+    forward = ForwardCompiler(parsed)
+    inner = parsed.inner
+
+    def backward(bw_gm: torch.fx.GraphModule, bw_inputs: list[Any]) -> Callable:
+        return _inner_compile(inner, bw_gm, bw_inputs)
+
+    return aot_backend(forward, backward)(gm, example_inputs)

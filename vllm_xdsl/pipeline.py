@@ -1,0 +1,185 @@
+"""Running the passes on a module: the one place used by the torch.compile backend, the
+benchmarks and the demo.
+
+    result = run_pipeline(module, PipelineOptions(passes=("raise-native", "lower-dispatch")))
+    result.stages   # op counts after import and after each pass
+    result.report   # the dispatch report, if lower-dispatch ran
+
+Passes whose module does not exist yet are skipped with a debug log. With a `Dumper`
+(`VLLM_XDSL_DUMP_DIR`), the IR after import and after each pass is written as
+`NN-<stage>.mlir` (text that `vllm-opt` parses), plus `dispatch-report.txt`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import os
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+logger = logging.getLogger("vllm_xdsl")
+
+DEFAULT_PASSES: tuple[str, ...] = ("raise-native", "fuse-norm-quant", "lower-dispatch")
+TARGETS = ("cuda", "rocm", "cpu")
+DUMP_ENV = "VLLM_XDSL_DUMP_DIR"
+
+
+class StageError(Exception):
+    """A pipeline stage failed; `stage` names it (import, pass <name>, export, ...)."""
+
+    def __init__(self, stage: str, cause: BaseException) -> None:
+        super().__init__(f"{stage}: {type(cause).__name__}: {cause}")
+        self.stage = stage
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    passes: tuple[str, ...] = DEFAULT_PASSES
+    target: str | None = None  # default dispatch target (module attribute vllm.target)
+    priority: str | None = None  # VLLM_XDSL_PRIORITY syntax, for lower-dispatch
+
+
+@dataclass
+class Stage:
+    name: str
+    op_counts: Counter[str]
+
+
+@dataclass
+class PipelineResult:
+    stages: list[Stage] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    report: str | None = None
+
+
+def op_counts(module: ModuleOp) -> Counter[str]:
+    """Ops by name; semantic and provider ops by their full name, opaque calls together."""
+    counts: Counter[str] = Counter()
+    for op in module.walk():
+        if op is module or op.name in ("func.func", "func.return"):
+            continue
+        counts[op.name] += 1
+    return counts
+
+
+def semantic_counts(module: ModuleOp) -> Counter[str]:
+    """Only the ops that are not opaque torch calls (vllm and provider ops)."""
+    return Counter({k: v for k, v in op_counts(module).items() if not k.startswith("torch.")})
+
+
+class Dumper:
+    """Writes the stages of one compiled graph into `<root>/<NNN>-<name>/`."""
+
+    _graphs = itertools.count()
+
+    def __init__(self, root: str | os.PathLike[str], name: str = "graph") -> None:
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        self.dir = Path(root) / f"{next(self._graphs):03d}-{safe}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._stages = itertools.count()
+
+    @classmethod
+    def from_env(cls, name: str = "graph") -> Dumper | None:
+        root = os.environ.get(DUMP_ENV)
+        return cls(root, name) if root else None
+
+    def module(self, stage: str, module: ModuleOp) -> Path:
+        path = self.dir / f"{next(self._stages):02d}-{stage}.mlir"
+        path.write_text(f"{module}\n")
+        return path
+
+    def text(self, filename: str, text: str) -> Path:
+        path = self.dir / filename
+        path.write_text(text if text.endswith("\n") else text + "\n")
+        return path
+
+
+def make_pass(name: str, options: PipelineOptions) -> ModulePass | None:
+    """An instance of pass `name` with the options it takes, or None if not available."""
+    from vllm_xdsl.transforms import get_pass
+
+    try:
+        cls = get_pass(name)
+    except (ValueError, ImportError) as e:
+        logger.debug("pass %s skipped: not available (%s)", name, e)
+        return None
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    kwargs: dict[str, Any] = {}
+    if "target" in fields and options.target is not None:
+        kwargs["target"] = options.target
+    if "priority" in fields and options.priority is not None:
+        kwargs["priority"] = options.priority
+    return cls(**kwargs)
+
+
+def dispatch_report(p: ModulePass, module: ModuleOp) -> str:
+    """The report lower-dispatch kept (its module's LAST_REPORT), else a summary of the
+    semantic and provider ops in the module."""
+    report = getattr(sys.modules.get(type(p).__module__), "LAST_REPORT", None)
+    if report is not None:
+        return report.format()
+    lines = []
+    for op in module.walk():
+        if _is_semantic(op):
+            lines.append(f"{op.name}")
+    counts = Counter(lines)
+    return "\n".join(f"{name}: {n}" for name, n in sorted(counts.items())) or "(no semantic ops)"
+
+
+def _is_semantic(op: Operation) -> bool:
+    from vllm_xdsl.dialects.vllm import SemanticSignature
+
+    return isinstance(op, SemanticSignature)
+
+
+def run_pipeline(
+    module: ModuleOp, options: PipelineOptions | None = None, dumper: Dumper | None = None
+) -> PipelineResult:
+    """Run the passes of `options` on `module` in place; StageError names a failing pass."""
+    from vllm_xdsl.dialects import make_context
+
+    options = options or PipelineOptions()
+    if options.target is not None:
+        if options.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {options.target!r}")
+        module.attributes["vllm.target"] = StringAttr(options.target)
+    result = PipelineResult()
+    result.stages.append(Stage("import", op_counts(module)))
+    if dumper:
+        dumper.module("import", module)
+    ctx = make_context()
+    for name in options.passes:
+        p = make_pass(name, options)
+        if p is None:
+            result.skipped.append(name)
+            continue
+        owner = sys.modules.get(type(p).__module__)
+        if owner is not None and hasattr(owner, "LAST_REPORT"):
+            owner.LAST_REPORT = None  # so that a stale report is never shown
+        try:
+            p.apply(ctx, module)
+            module.verify()
+        except Exception as e:
+            if dumper:
+                dumper.module(f"{name}-FAILED", module)
+            raise StageError(f"pass {name}", e) from e
+        result.stages.append(Stage(name, op_counts(module)))
+        if dumper:
+            dumper.module(name, module)
+        if name == "lower-dispatch":
+            result.report = dispatch_report(p, module)
+            if dumper:
+                dumper.text("dispatch-report.txt", result.report)
+    logger.debug("pipeline ran %s, skipped %s", [s.name for s in result.stages], result.skipped)
+    return result
