@@ -221,6 +221,7 @@ class RaiseNormWeight(RewritePattern):
         elif d == F32 and rd == F32 and wd in (torch.float16, torch.bfloat16):
             new_ops.append(cast_op(w, F32))  # torch promotes w to f32 exactly
             weight = new_ops[0].results[0]
+            weight.name_hint = f"{w.name_hint or 'weight'}_f32"
         else:
             return
         residual = getattr(norm, "residual", None)
@@ -272,13 +273,13 @@ class RaiseNormCastBack(RewritePattern):
         new = build_norm(a, r, norm.weight, eps, out.type)
         rewriter.replace(op, new, [new.results[0]])
         rewriter.erase(norm)
-        # `s.to(D)` is residual_out exactly: later users read the fused op's result.
+        # `s.to(D)` is residual_out exactly: its users after the fused op read that.
         for use in list(s.uses):
-            other = use.operation
-            if isinstance(other, CallOp) and m.is_before(new, other):
-                rounded = other.results[0] if len(other.results) == 1 else None
-                if rounded is not None and m.cast_of(rounded) == (s, d):
-                    rewriter.replace_all_uses_with(rounded, new.results[1])
+            rounded = use.operation.results[0] if len(use.operation.results) == 1 else None
+            if rounded is not None and m.cast_of(rounded) == (s, d):
+                rewriter.replace_uses_with_if(
+                    rounded, new.results[1], lambda u: m.is_before(new, u.operation)
+                )
 
 
 @dataclass
