@@ -243,3 +243,20 @@ def test_rounded_add_raising_breaks_model_tolerance(dt: str) -> None:
     counts, err, tol = _model_error("fp8_static", dt, "add", raise_rounded_adds=True)
     assert counts.get("vllm.fused_add_rms_norm_quant") == 2 and "aten::add.Tensor" not in counts
     assert err > 10 * tol, err
+
+
+@pytest.mark.parametrize("scheme", ["fp8_static", "fp8_group64_colmajor_ue8m0", "int8_per_token"])
+def test_exported_model(scheme: str) -> None:
+    """Through the IR -> FX exporter (when installed): the exported fused graph, run by
+    torch, computes what the evaluator computes for the unfused IR."""
+    export = pytest.importorskip("vllm_xdsl.backends.torch_export").export_module
+    text = model_ir(scheme, "bf16", "fused_add")
+    fn = funcs(parse(text))["model"]
+    torch.manual_seed(0)
+    args = model_args(fn, scheme)
+    (expected,) = run(fn, args)
+    gm = export(fuse(text))
+    assert sum("_quant" in str(n.target) for n in gm.graph.nodes) == 3
+    out = gm(*args)
+    actual = out[0] if isinstance(out, (tuple, list)) else out
+    torch.testing.assert_close(actual, expected, atol=1e-2, rtol=1e-2)
