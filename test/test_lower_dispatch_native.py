@@ -225,3 +225,25 @@ def test_decomposition_matches_native_independently() -> None:
     targets = [op.target.data for op in module.walk() if isinstance(op, CallOp)]
     assert "aten::rsqrt.default" in targets and "aten::mean.dim" in targets
     assert torch.equal(y, ops.rms_norm.native(x, None, 1e-6))
+
+
+def test_exported_decomposition_runs_as_fx() -> None:
+    """The lowering exports to FX (backends/torch_export) and runs there exactly as well."""
+    export = pytest.importorskip("vllm_xdsl.backends.torch_export")
+    t, q = f"tensor<?x{H}xbf16>", f"tensor<?x{H}xf8E4M3FN>"
+    text = _func(
+        f"%x: {t}, %r: {t}, %w: tensor<{H}xbf16>",
+        f"  %q, %res, %s = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<{H}xbf16>) "
+        f"{{epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_group 16 column_major>}} : "
+        f"{t}, {t} -> {q}, {t}, tensor<?x4xf32>\n"
+        f"  func.return %q, %res, %s : {q}, {t}, tensor<?x4xf32>",
+        f"{q}, {t}, tensor<?x4xf32>")
+    inputs = (_x(torch.bfloat16), _x(torch.bfloat16, seed=3), torch.rand(H).to(torch.bfloat16))
+    before, after, module = _lower_and_run(text, *inputs)
+    gm = export.export_module(module)
+    targets = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+    assert not any("vllm_xdsl" in t for t in targets), targets  # plain aten/prims only
+    out = gm(*inputs)
+    out = list(out) if isinstance(out, tuple | list) else [out]
+    for a, b in zip(before, out, strict=True):
+        _same(a, b)

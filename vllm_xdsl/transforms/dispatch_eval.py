@@ -3,7 +3,9 @@
 Tests use it to check that the native decompositions of lower-dispatch compute exactly
 what the native functions compute, without the FX exporter. `vllm` ops are run through
 their native function (the contract), so a module can be evaluated before and after
-lowering; provider ops are not run (they need their backend).
+lowering; provider ops (`triton.*`, `cuda.*`, `rocm.*`) call the implementation their
+provider registered, as is: an in-place implementation really overwrites its inputs,
+which is what the in-place tests of lower-dispatch need to observe.
 """
 
 from __future__ import annotations
@@ -75,9 +77,11 @@ def evaluate(function: func.FuncOp, *inputs: Any) -> list[Any]:
             return operands
         if isinstance(op, CallOp):
             results = run_call(op, operands)
-        elif op.name.startswith("vllm."):
-            semantic = ops.ALL_OPS[op.SEMANTIC_NAME]  # type: ignore[attr-defined]
-            out = semantic.native(**native_args(op, env.__getitem__))
+        elif op.name.split(".", 1)[0] in ("vllm", "triton", "cuda", "rocm"):
+            provider, _, name = op.name.partition(".")
+            semantic = ops.ALL_OPS[name]
+            fn = semantic.native if provider == "vllm" else semantic.impls()[provider].fn
+            out = fn(**native_args(op, env.__getitem__))
             results = list(out) if isinstance(out, tuple) else [out]
             if len(results) > len(op.results):  # a static fused scheme: no scales result
                 results = results[: len(op.results)]

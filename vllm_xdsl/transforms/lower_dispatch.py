@@ -223,7 +223,10 @@ def lower_dispatch(
     parsed = check_options(target, priority)
     report = DispatchReport()
     pattern = LowerSemanticOp(target, parsed, report)
-    PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
+    try:
+        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
+    except DispatchError as e:  # drop the walker's note (a dump of the whole module)
+        raise DispatchError(str(e)) from None
     LAST_REPORT = report
     return report
 

@@ -1,0 +1,302 @@
+"""lower-dispatch from Python: the report, eager/compile consistency, in-place safety, errors.
+
+Test providers are registered the way an out-of-tree package would (register_impl), in
+fixtures that put the registry back afterwards. A test impl for provider "triton" or
+"cuda" stands in for the real one so that its availability and argument checks are
+under the test's control; the lowering asks the registry either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+from xdsl.dialects import func
+from xdsl.parser import Parser
+
+from vllm_xdsl import ops
+from vllm_xdsl.dialects import make_context
+from vllm_xdsl.dialects.torch import CallOp
+from vllm_xdsl.dialects.types import tensor_type
+from vllm_xdsl.ops import DispatchError, DispatchReport
+from vllm_xdsl.transforms import lower_dispatch as ld
+from vllm_xdsl.transforms.dispatch_eval import evaluate
+from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass, lower_dispatch
+
+
+@pytest.fixture(autouse=True)
+def _clean_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
+    ops.set_priority(None)
+
+
+def _parse(text: str):
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def _fn(module) -> func.FuncOp:
+    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
+
+
+def _ir(t: torch.Tensor, dynamic_tokens: bool = True) -> str:
+    shape = (None, *t.shape[1:]) if dynamic_tokens else tuple(t.shape)
+    return str(tensor_type(t.dtype, shape))
+
+
+@pytest.fixture
+def swap_impl() -> Iterator[Any]:
+    """swap_impl(op, provider, fn, **register_kwargs): register `fn` as `provider`'s impl of
+    `op` for this test only (the real registration, if any, comes back afterwards)."""
+    ops.registry.ensure_loaded()  # load real providers first: ours must not block them
+    saved: list[tuple[ops.SemanticOp, str, Any]] = []
+
+    def swap(op: ops.SemanticOp, provider: str, fn: Any, **kwargs: Any) -> Any:
+        saved.append((op, provider, op._impls.pop(provider, None)))
+        return op.register_impl(provider, **kwargs)(fn)
+
+    yield swap
+    for op, provider, old in reversed(saved):
+        if old is None:
+            op._impls.pop(provider, None)
+        else:
+            op._impls[provider] = old
+    ops.registry.changed()
+
+
+# --- a fake-but-correct "triton" silu_and_mul: bf16/f16 rows that are a multiple of 16 ----
+
+
+def _fake_silu(x: torch.Tensor) -> torch.Tensor:
+    return ops.silu_and_mul.native(x)
+
+
+def _fake_silu_args(x: ops.TensorMeta) -> bool | str:
+    if x.dtype == torch.float32:
+        return "test triton: no f32"
+    if x.shape[-1] is None or x.shape[-1] % 32:
+        return "test triton: rows must be a multiple of 32"
+    return True
+
+
+SILU_CASES = [(torch.bfloat16, 64), (torch.float16, 96), (torch.float32, 64), (torch.bfloat16, 40)]
+
+
+@pytest.mark.parametrize("dtype,h", SILU_CASES)
+@pytest.mark.parametrize("priority", ["silu_and_mul=triton,native", "triton"])
+def test_eager_and_lowering_choose_the_same(swap_impl, dtype, h, priority) -> None:
+    swap_impl(ops.silu_and_mul, "triton", _fake_silu, supported=True,
+              supports_args=_fake_silu_args)
+    x = torch.randn(5, h).to(dtype)
+    with ops.priority(priority):
+        eager = ops.silu_and_mul.explain(x)
+        out = ops.silu_and_mul(x)  # eager dispatch runs the chosen impl
+    module = _parse(f"func.func @f(%x: {_ir(x)}) -> {_ir(x[:, : h // 2])} {{\n"
+                    f"  %y = vllm.silu_and_mul %x : {_ir(x)} -> {_ir(x[:, : h // 2])}\n"
+                    f"  func.return %y : {_ir(x[:, : h // 2])}\n}}")
+    (entry,) = lower_dispatch(module, "cpu", priority)  # eager on CPU tensors: target cpu
+    assert entry.decision.provider == eager.provider
+    assert entry.decision.rejected == eager.rejected
+    expected = "triton" if dtype != torch.float32 and h % 32 == 0 else "native"
+    assert eager.provider == expected
+    lowered = [op.name for op in _fn(module).body.block.ops]
+    assert ("triton.silu_and_mul" in lowered) == (expected == "triton")
+    (y,) = evaluate(_fn(module), x)
+    assert torch.equal(y, out) and torch.equal(y, ops.silu_and_mul.native(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("runtime_eps", [False, True])
+def test_real_triton_rms_norm_consistent(monkeypatch, dtype, runtime_eps) -> None:
+    """The real Triton registration: eager (CPU tensors, interpreter) and the lowering for
+    target cpu agree, including a runtime epsilon (eager: the 0-d f64 tensor Dynamo passes;
+    IR: an epsilon operand)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    ops.registry.ensure_loaded()
+    if "triton" not in ops.rms_norm.impls():
+        pytest.skip("no triton provider registered")
+    x, w = torch.randn(3, 64).to(dtype), torch.ones(64, dtype=dtype)
+    eps = torch.tensor(1e-6, dtype=torch.float64) if runtime_eps else 1e-6
+    with ops.priority("rms_norm=triton,native"):
+        eager = ops.rms_norm.explain(x, w, eps)
+    eps_ir = " epsilon(%e : tensor<f64>)" if runtime_eps else ""
+    attrs = "" if runtime_eps else " {epsilon = 1.0e-06 : f64}"
+    module = _parse(
+        f"func.func @f(%x: {_ir(x)}, %w: {_ir(w, False)}, %e: tensor<f64>) -> {_ir(x)} {{\n"
+        f"  %y = vllm.rms_norm %x weight(%w : {_ir(w, False)}){eps_ir}{attrs} : {_ir(x)} -> {_ir(x)}\n"
+        f"  func.return %y : {_ir(x)}\n}}")
+    (entry,) = lower_dispatch(module, "cpu", "rms_norm=triton,native")
+    assert (entry.decision.provider, entry.decision.rejected) == (eager.provider, eager.rejected)
+
+
+def test_runtime_epsilon_reaches_supports_args_as_tensor_meta(swap_impl) -> None:
+    seen: list[Any] = []
+
+    def args(x, weight, epsilon, variance_size):
+        seen.append(epsilon)
+        return True
+
+    swap_impl(ops.rms_norm, "triton", lambda x, weight, epsilon, variance_size=None: x,
+              supported=True, supports_args=args)
+    module = _parse("func.func @f(%x: tensor<?x64xf16>, %e: tensor<f64>) -> tensor<?x64xf16> {\n"
+                    "  %y = vllm.rms_norm %x epsilon(%e : tensor<f64>) : tensor<?x64xf16> -> "
+                    "tensor<?x64xf16>\n  func.return %y : tensor<?x64xf16>\n}")
+    lower_dispatch(module, "cuda", "rms_norm=triton")
+    assert seen == [ops.TensorMeta(torch.float64, (), "cuda")]
+
+
+# --- the report ----------------------------------------------------------------------------
+
+LAYER = """
+func.func @layer(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  %y = vllm.rms_norm %x weight(%w : tensor<64xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  %o, %ro = vllm.fused_add_rms_norm %y, %r weight(%w : tensor<64xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+  %m = vllm.silu_and_mul %o : tensor<?x64xbf16> -> tensor<?x32xbf16>
+  func.return %o, %ro, %m : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x32xbf16>
+}
+"""
+
+
+def test_report_is_python_readable(swap_impl) -> None:
+    swap_impl(ops.silu_and_mul, "cuda", _fake_silu, supported="test cuda: switched off")
+    module = _parse(LAYER)
+    report = lower_dispatch(module, "cuda", "silu_and_mul=cuda,triton,native")
+    assert isinstance(report, DispatchReport) and ld.LAST_REPORT is report
+    nodes = {e.node: e for e in report}
+    assert list(nodes) == ["@layer %y", "@layer %o", "@layer %m"]
+    silu = nodes["@layer %m"].decision
+    assert silu.op == "silu_and_mul" and silu.provider == "triton"
+    assert silu.rejected == [("cuda", "test cuda: switched off")]
+    text = report.format()
+    assert "@layer %m: silu_and_mul -> triton" in text
+    assert "    rejected cuda: test cuda: switched off" in text
+
+
+def test_pass_prints_report_to_stderr(capsys) -> None:
+    module = _parse(LAYER)
+    LowerDispatchPass(target="cpu", report=True).apply(make_context(), module)
+    err = capsys.readouterr().err
+    assert err.splitlines()[:4] == ["dispatch report: 3 node(s)", "@layer %y: rms_norm -> native",
+                                    "@layer %o: fused_add_rms_norm -> native",
+                                    "@layer %m: silu_and_mul -> native"]
+    LowerDispatchPass(target="cpu").apply(make_context(), _parse(LAYER))
+    assert capsys.readouterr().err == ""
+
+
+def test_module_attribute_sets_the_default_target() -> None:
+    module = _parse('builtin.module attributes {vllm.target = "cpu"} {' + LAYER + "}")
+    assert {e.decision.provider for e in lower_dispatch(module)} == {"native"}
+    assert not [op for op in module.walk() if op.name.split(".")[0] in ("vllm", "cuda")]
+
+
+# --- providers without an IR dialect, and errors ------------------------------------------
+
+
+def test_provider_without_dialect_is_skipped_with_a_reason(swap_impl) -> None:
+    swap_impl(ops.silu_and_mul, "acme", _fake_silu)
+    report = lower_dispatch(_parse(LAYER), "cpu", "silu_and_mul=acme,native")
+    (silu,) = [e.decision for e in report if e.decision.op == "silu_and_mul"]
+    assert silu.provider == "native"
+    assert silu.rejected[0][0] == "acme" and "no acme dialect" in silu.rejected[0][1]
+    with pytest.raises(DispatchError, match=r"^@layer %m: silu_and_mul: implementation "
+                       r"silu_and_mul:acme is forced by priority \(explicit\) but cannot run: no acme"):
+        lower_dispatch(_parse(LAYER), "cpu", "silu_and_mul=acme!")
+
+
+@pytest.mark.parametrize("target,priority,message", [
+    ("tpu", None, "lower-dispatch: unknown target 'tpu' (expected one of cuda, rocm, cpu)"),
+    ("cpu", "rms_norm=triton;rms_norm=native",
+     "lower-dispatch: bad priority 'rms_norm=triton;rms_norm=native': op 'rms_norm' listed twice"),
+    ("cpu", "rms_norm=nope", "@layer %y: rms_norm: unknown provider 'nope' in priority (explicit)"),
+])
+def test_errors_are_one_clear_line(target, priority, message) -> None:
+    with pytest.raises(DispatchError) as info:
+        lower_dispatch(_parse(LAYER), target, priority)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+    assert not getattr(info.value, "__notes__", None)  # no module dump attached
+
+
+def test_forced_impl_that_rejects_the_arguments(swap_impl) -> None:
+    swap_impl(ops.silu_and_mul, "triton", _fake_silu, supports_args=_fake_silu_args)
+    module = _parse(LAYER.replace("bf16", "f32"))
+    with pytest.raises(DispatchError, match=r"^@layer %m: silu_and_mul: implementation "
+                       r"silu_and_mul:triton is forced by priority \(explicit\) but cannot run: "
+                       r"test triton: no f32$"):
+        lower_dispatch(module, "cuda", "silu_and_mul=triton!")
+
+
+# --- in-place safety -------------------------------------------------------------------------
+
+
+def _inplace_fused_add(x, residual, weight, epsilon):
+    """A correct in-place kernel: out into x, residual_out into residual."""
+    out, res = ops.fused_add_rms_norm.native(x, residual, weight, epsilon)
+    x.copy_(out)
+    residual.copy_(res)
+    return x, residual
+
+
+CHAIN = """
+func.func @chain(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>, %w: tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %a = torch.call "aten::mul.Tensor"(%x, %x) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %o, %ro = vllm.fused_add_rms_norm %a, %r weight(%w : tensor<64xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>, tensor<?x64xf32>
+  %o2, %ro2 = vllm.fused_add_rms_norm %o, %ro weight(%w : tensor<64xf32>) {epsilon = 1.0e-05 : f64} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>, tensor<?x64xf32>
+  func.return %o2, %ro2, %o : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+"""
+
+
+def test_inplace_impl_never_modifies_caller_tensors(swap_impl) -> None:
+    swap_impl(ops.fused_add_rms_norm, "cuda", _inplace_fused_add, inplace=True)
+    module = _parse(CHAIN)
+    fn = _fn(module)
+    x, r, w = torch.randn(4, 64), torch.randn(4, 64), torch.rand(64) + 0.5
+    expected = evaluate(fn, x, r, w)  # before lowering: the natives
+    report = lower_dispatch(module, "cuda")
+    assert [e.decision.provider for e in report] == ["cuda", "cuda"]
+    first, second = (e.notes for e in report)
+    # %a is fresh and used once: overwritten. %r belongs to the caller: copied.
+    assert first == ("in place: overwrites x (its only use)",
+                     "copied residual for the in-place kernel: it is a function argument "
+                     "(the caller still owns it)")
+    # %o is also returned: copied; %ro is used only here: overwritten.
+    assert second == ("copied x for the in-place kernel: it has another use",
+                      "in place: overwrites residual (its only use)")
+    clones = [op for op in fn.body.block.ops
+              if isinstance(op, CallOp) and op.target.data == "aten::clone.default"]
+    assert len(clones) == 2
+    saved = (x.clone(), r.clone(), w.clone())
+    got = evaluate(fn, x, r, w)
+    for a, b in zip((x, r, w), saved, strict=True):
+        assert torch.equal(a, b), "a caller-visible input was modified"
+    for a, b in zip(got, expected, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_without_the_proof_the_inplace_kernel_would_corrupt(swap_impl) -> None:
+    """The test above can fail: the same kernel run on the caller's tensors changes them."""
+    x, r, w = torch.randn(4, 64), torch.randn(4, 64), torch.rand(64) + 0.5
+    saved = r.clone()
+    _inplace_fused_add(x.clone(), r, w, 1e-6)
+    assert not torch.equal(r, saved)
+
+
+def test_out_of_place_impl_gets_inplace_variant_only_when_proven(swap_impl) -> None:
+    swap_impl(ops.rms_norm, "rocm", ops.rms_norm.native)
+    module = _parse("""
+func.func @g(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %a = torch.call "aten::neg.default"(%x) [#torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %y = vllm.rms_norm %a {epsilon = 1.0e-06 : f64} : tensor<?x64xf32> -> tensor<?x64xf32>
+  %z = vllm.rms_norm %x {epsilon = 1.0e-06 : f64} : tensor<?x64xf32> -> tensor<?x64xf32>
+  func.return %y, %z : tensor<?x64xf32>, tensor<?x64xf32>
+}""")
+    report = lower_dispatch(module, "rocm", "rms_norm=rocm!")
+    ops_ = [op for op in _fn(module).body.block.ops if op.name == "rocm.rms_norm"]
+    assert [op.properties.get("inplace") is not None for op in ops_] == [True, False]
+    assert [e.notes for e in report] == [
+        ("in place: overwrites x (its only use)",),
+        ("out of place: x: it is a function argument (the caller still owns it)",),
+    ]
