@@ -27,10 +27,12 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      def fused_add_rms_norm_quant_kernel(
   // CHECK:      scales_group_stride,
   // CHECK-NEXT: epsilon,
+  // CHECK:      cols = tl.arange(0, BLOCK // 128)[:, None] * 128 + tl.arange(0, 128)[None, :]
   // CHECK:      tl.store(residual_out_ptr + row * residual_out_row_stride + cols, _round_bf16(x).to(tl.bfloat16), mask=mask)
-  // CHECK:      y = x * tl.div_rn(1.0, tl.sqrt_rn(var + epsilon))
+  // CHECK:      var = tl.div_rn(tl.sum(x * x, axis=None), H * 1.0)
+  // CHECK-NEXT: y = x * tl.div_rn(1.0, tl.sqrt_rn(var + epsilon))
   // CHECK:      # quantize: float8_e4m3fn, dynamic per group of 128, column-major scales, ue8m0, eps 1e-10
-  // CHECK:      yg = tl.reshape(y, (BLOCK // 128, 128))
+  // CHECK:      scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), 1e-10), 448.0)
   // CHECK:      scale = _pow2_ceil(scale)
   // CHECK:      q = tl.minimum(tl.maximum(q, -448.0), 448.0)
   // CHECK-NEXT: q = _round_e4m3(q, -6)

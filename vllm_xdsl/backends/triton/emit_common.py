@@ -124,7 +124,9 @@ def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[s
 
 def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused: bool,
                    n: str) -> None:
-    """Quantize `y` (f32 [BLOCK], values exact in the activation dtype) and store q.
+    """Quantize `y` (f32, values exact in the activation dtype) and store q.
+
+    `y` is [BLOCK], or [BLOCK // group_size, group_size] for per-group schemes.
 
     The structure follows the native quant ops: scale computations and divisions are
     IEEE-rounded (div_rn) as in torch; `n` is the number of valid columns.
@@ -158,15 +160,14 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
                   "q = tl.div_rn(y, tl.where(scale == 0.0, 1.0, scale))")
     else:
         g = scheme.group_size
-        k.add(f"yg = tl.reshape(y, (BLOCK // {g}, {g}))",
-              f"scale = tl.div_rn(tl.maximum(tl.max(tl.abs(yg), axis=1), {flt(scheme.group_eps)}), "
+        k.add(f"scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), {flt(scheme.group_eps)}), "
               f"{qmax})")
         if scheme.use_ue8m0:
             k.add("scale = _pow2_ceil(scale)")
         k.add(f"groups = tl.arange(0, BLOCK // {g})",
               "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
               f"scale, mask=groups < {n} // {g})",
-              "q = tl.reshape(tl.div_rn(yg, scale[:, None]), (BLOCK,))")
+              "q = tl.div_rn(y, scale[:, None])")
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = tl.minimum(tl.maximum(q, {lo}), {qmax})")
     if scheme.is_fp8:

@@ -26,6 +26,23 @@ _PROLOGUE = (
 )
 
 
+def _prologue(spec: KernelSpec) -> tuple[str, ...]:
+    """Program setup; per-group quant tiles the row as [groups, group_size] instead, so
+    group reductions are plain axis-1 reductions (no reshape, no layout shuffle)."""
+    s = spec.scheme
+    if s is None or s.granularity != "group":
+        return _PROLOGUE
+    g = s.group_size
+    return (_PROLOGUE[0], f"# the row as a [BLOCK // {g}, {g}] tile: one tile row per quant group",
+            f"cols = tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]")
+
+
+def _row_axis(spec: KernelSpec) -> str:
+    """The reduction axis that covers a whole row (None: all axes of a 2-D tile)."""
+    s = spec.scheme
+    return "None" if s is not None and s.granularity == "group" else "0"
+
+
 def _load(ptr: str, stride: str, extra: str = "") -> str:
     return (f"tl.load({ptr} + row * {stride} + {extra}cols, mask=mask, other=0.0)"
             ".to(tl.float32)")
@@ -55,14 +72,14 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     k.params += ["H", "BLOCK: tl.constexpr"]
     eps = "epsilon" if spec.epsilon is None else flt(spec.epsilon)
 
-    k.add(*_PROLOGUE, "mask = cols < H", "x = " + _load("x_ptr", "x_row_stride"))
+    k.add(*_prologue(spec), "mask = cols < H", "x = " + _load("x_ptr", "x_row_stride"))
     if spec.has_residual:
         k.add("# s = x + residual in f32; residual_out is s rounded, the norm uses s unrounded",
               "x = x + " + _load("residual_ptr", "residual_row_stride"),
               _store("residual_out_ptr", "residual_out_row_stride", round_to("x", spec.dtype),
                      spec.dtype))
     if spec.variance_size is None:
-        k.add("var = tl.div_rn(tl.sum(x * x, axis=0), H * 1.0)")
+        k.add(f"var = tl.div_rn(tl.sum(x * x, axis={_row_axis(spec)}), H * 1.0)")
     else:
         vs = spec.variance_size
         k.add(f"# the variance covers the first {vs} columns only",
@@ -99,7 +116,7 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])
     k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
     k.params += ["N", "BLOCK: tl.constexpr"]
-    k.add(*_PROLOGUE, "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
+    k.add(*_prologue(spec), "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
     quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=False, n="N")
     kernels.append(k)
     return kernels
@@ -112,7 +129,7 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.scheme is not None:
         k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
     k.params += ["D", "BLOCK: tl.constexpr"]
-    k.add(*_PROLOGUE, "mask = cols < D",
+    k.add(*_prologue(spec), "mask = cols < D",
           "a = " + _load("x_ptr", "x_row_stride"),
           "b = " + _load("x_ptr", "x_row_stride", "D + "),
           f"# silu(a) and the product are each rounded to {spec.dtype}, as torch computes them",
