@@ -247,3 +247,12 @@ def test_exported_decomposition_runs_as_fx() -> None:
     out = list(out) if isinstance(out, tuple | list) else [out]
     for a, b in zip(before, out, strict=True):
         _same(a, b)
+
+
+@pytest.mark.parametrize("column_major", [False, True])
+def test_per_group_with_unknown_hidden_size(column_major: bool) -> None:
+    t, q, s = "tensor<?x?xbf16>", "tensor<?x?xf8E4M3FN>", "tensor<?x?xf32>"
+    cm = ", column_major_scales = true" if column_major else ""
+    body = (f"  %q, %s = vllm.per_token_group_fp8_quant %x {{group_size = 16 : i64{cm}}} : "
+            f"{t} -> {q}, {s}\n  func.return %q, %s : {q}, {s}")
+    _check(_func(f"%x: {t}", body, f"{q}, {s}"), _x(torch.bfloat16))

@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Operation
 from vllm_xdsl.transforms.dispatch_torch import meta
 
 _LOAD_BYTES = 16
+MAX_BLOCK = 1 << 16  # the triton dialect's bound on block_size
 
 
 def row_width(op: Operation) -> int | None:
@@ -55,6 +56,8 @@ def impl_properties(provider: str, op: Operation) -> dict[str, Attribute]:
         return {}
     if provider == "triton":
         block = next_pow2(width)
+        if block > MAX_BLOCK:  # beyond the dialect's range: leave it to the backend
+            return {}
         return {"block_size": IntegerAttr(block, i64),
                 "num_warps": IntegerAttr(default_num_warps(block), i64)}
     if provider in ("cuda", "rocm"):

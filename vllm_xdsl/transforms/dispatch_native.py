@@ -153,10 +153,8 @@ def per_group_fp8(b: TorchBuilder, x: SSAValue, scheme: QuantScheme) -> list[SSA
     shape = meta(x)[1]
     gs = scheme.group_size
     groups = None if shape[-1] is None else shape[-1] // gs
-    if groups is None:
-        raise ValueError("per-group quantization needs a static hidden size")
-    # x.reshape(*x.shape[:-1], G, gs) without naming the leading dims.
-    xg = b.call("aten::unflatten.int", b.convert(x, F32), -1, [groups, gs],
+    # x.reshape(*x.shape[:-1], G, gs) without naming the leading dims (or G if unknown).
+    xg = b.call("aten::unflatten.int", b.convert(x, F32), -1, [-1 if groups is None else groups, gs],
                 shape=(*shape[:-1], groups, gs))
     a = _absmax_rows(b, xg)
     s = b.call("aten::div.Tensor", b.call("aten::clamp.default", a, scheme.group_eps), fmax)
@@ -168,7 +166,11 @@ def per_group_fp8(b: TorchBuilder, x: SSAValue, scheme: QuantScheme) -> list[SSA
     tokens = 1
     for d in shape[:-1]:
         tokens = None if d is None or tokens is None else tokens * d
-    scales = b.call("aten::reshape.default", s, [-1, groups], shape=(tokens, groups))
+    if groups is not None:
+        scales = b.call("aten::reshape.default", s, [-1, groups], shape=(tokens, groups))
+    else:  # s.reshape(-1, G) with G unknown: drop the kept dim, flatten the leading dims
+        s = b.call("aten::squeeze.dim", s, -1, shape=(*shape[:-1], None))
+        scales = b.call("aten::flatten.using_ints", s, 0, -2, shape=(tokens, None))
     if scheme.column_major_scales:
         # Same shape [T, G], storage [G, T] (the native's torch.empty(G, T).t()).
         t = b.call("aten::transpose.int", scales, 0, 1, shape=(groups, tokens))

@@ -45,7 +45,9 @@ from vllm_xdsl.transforms.dispatch_native import decompose
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder
 
 TARGETS = ("cuda", "rocm", "cpu")
-# What supports_args sees as the device of every tensor when lowering for a target.
+# What supports_args sees as the device of every tensor when lowering for a target. Eager
+# dispatch says "cuda" for a ROCm GPU (torch's device type) and target_of() says "rocm":
+# providers accept both for rocm, and the lowering names the target it compiles for.
 TARGET_DEVICE = {"cuda": "cuda", "rocm": "rocm", "cpu": "cpu"}
 PROVIDER_DIALECTS = ("triton", "cuda", "rocm")
 TARGET_ATTR = "vllm.target"
@@ -188,12 +190,14 @@ def _unit():  # noqa: ANN202
     return UnitAttr()
 
 
-def check_options(target: str, priority: str | None) -> Priority | None:
+def check_options(target: str, priority: str | Priority | None) -> Priority | None:
     """Validate the options; DispatchError with one clear line otherwise."""
     if target not in TARGETS:
         raise DispatchError(
             f"lower-dispatch: unknown target {target!r} (expected one of {', '.join(TARGETS)})"
         )
+    if not isinstance(priority, str):
+        return priority
     try:
         return parse_priority(priority) if priority else None
     except DispatchError as e:
@@ -211,7 +215,7 @@ def module_target(module: ModuleOp) -> str:
 
 
 def lower_dispatch(
-    module: ModuleOp, target: str | None = None, priority: str | None = None
+    module: ModuleOp, target: str | None = None, priority: str | Priority | None = None
 ) -> DispatchReport:
     """Lower every `vllm` op of `module` in place; returns the dispatch report.
 
