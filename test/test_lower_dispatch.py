@@ -300,3 +300,50 @@ func.func @g(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
         ("in place: overwrites x (its only use)",),
         ("out of place: x: it is a function argument (the caller still owns it)",),
     ]
+
+
+# --- what supports_args sees: the same from IR types as from tensors ----------------------
+
+_X, _R, _W = torch.zeros(7, 64, dtype=torch.bfloat16), torch.zeros(7, 64, dtype=torch.bfloat16), \
+    torch.zeros(64, dtype=torch.bfloat16)
+_S = torch.zeros(1)
+_ARGS_CASES = [
+    ("%y = vllm.rms_norm %x weight(%w : tensor<64xbf16>) {epsilon = 1.0e-05 : f64, "
+     "variance_size = 32 : i64} : tensor<7x64xbf16> -> tensor<7x64xbf16>",
+     "rms_norm", (_X, _W, 1e-5, 32)),
+    ("%y, %z = vllm.fused_add_rms_norm %x, %r {epsilon = 1.0e-06 : f64} : tensor<7x64xbf16>, "
+     "tensor<7x64xbf16> -> tensor<7x64xbf16>, tensor<7x64xbf16>",
+     "fused_add_rms_norm", (_X, _R, None, 1e-6)),
+    ("%y = vllm.static_scaled_fp8_quant %x, %s : tensor<7x64xbf16>, tensor<1xf32> -> "
+     "tensor<7x64xf8E4M3FNUZ>", "static_scaled_fp8_quant", (_X, _S, torch.float8_e4m3fnuz)),
+    ("%y, %z = vllm.dynamic_per_token_scaled_fp8_quant %x scale_ub(%s : tensor<1xf32>) : "
+     "tensor<7x64xbf16> -> tensor<7x64xf8E4M3FN>, tensor<7x1xf32>",
+     "dynamic_per_token_scaled_fp8_quant", (_X, _S)),
+    ("%y, %z = vllm.per_token_group_fp8_quant %x {group_size = 16 : i64, use_ue8m0 = true, "
+     "eps = 1.0e-08 : f64} : tensor<7x64xbf16> -> tensor<7x64xf8E4M3FN>, tensor<7x4xf32>",
+     "per_token_group_fp8_quant", (_X, 16, False, True, 1e-8)),
+    ("%y, %z = vllm.dynamic_per_token_scaled_int8_quant %x : tensor<7x64xbf16> -> "
+     "tensor<7x64xi8>, tensor<7x1xf32>", "dynamic_per_token_scaled_int8_quant", (_X,)),
+    ("%y, %z = vllm.rms_norm_quant %x weight(%w : tensor<64xbf16>) {epsilon = 1.0e-06 : f64, "
+     "scheme = #vllm.quant<dynamic per_group 16 column_major>} : tensor<7x64xbf16> -> "
+     "tensor<7x64xf8E4M3FN>, tensor<7x4xf32>", "rms_norm_quant",
+     (_X, _W, 1e-6, None, None, torch.float8_e4m3fn, False, "group", 16, True)),
+    ("%y, %z = vllm.fused_add_rms_norm_quant %x, %r scale(%s : tensor<1xf32>) {epsilon = "
+     "1.0e-06 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<7x64xbf16>, "
+     "tensor<7x64xbf16> -> tensor<7x64xi8>, tensor<7x64xbf16>", "fused_add_rms_norm_quant",
+     (_X, _R, None, 1e-6, _S, None, torch.int8, True, "tensor")),
+    ("%y, %z = vllm.silu_and_mul_quant %x {scheme = #vllm.quant<dynamic per_token>} : "
+     "tensor<7x64xbf16> -> tensor<7x32xf8E4M3FN>, tensor<7x1xf32>", "silu_and_mul_quant",
+     (_X, None, None, torch.float8_e4m3fn, False, "token")),
+]
+
+
+@pytest.mark.parametrize("line,name,eager_args", _ARGS_CASES, ids=[c[1] for c in _ARGS_CASES])
+def test_ir_metadata_equals_eager_metadata(line, name, eager_args) -> None:
+    from vllm_xdsl.transforms.dispatch_args import meta_args
+
+    args = "%x: tensor<7x64xbf16>, %r: tensor<7x64xbf16>, %w: tensor<64xbf16>, %s: tensor<1xf32>"
+    module = _parse(f"func.func @f({args}) {{\n  {line}\n  func.return\n}}")
+    (op,) = [o for o in _fn(module).body.block.ops if o.name.startswith("vllm.")]
+    from_ir = ops.meta_args(name, meta_args(op, "cpu"))
+    assert from_ir == ops.meta_args(name, eager_args)
