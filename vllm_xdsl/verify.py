@@ -124,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = sorted(ops.registry.registered_providers())
         p.error(f"unknown provider {a.provider!r} (registered: {', '.join(known)})")
 
+    for msg in errors:
+        print(f"LOAD ERROR  {msg}")
+    width = max(len(n) for n in ops.ALL_OPS)
     rows: list[Row] = []
     for name, op in ops.ALL_OPS.items():
         if a.op is not None and name != a.op:
@@ -133,14 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             if a.provider is not None and provider != a.provider:
                 continue
-            rows.extend(verify_impl(op, impl, a.full, a.device))
-
-    for msg in errors:
-        print(f"LOAD ERROR  {msg}")
-    width = max((len(r.op) for r in rows), default=2)
-    for r in rows:
-        status, detail = r.status()
-        print(f"{r.op:<{width}}  {r.provider:<10} {r.dtype:<9} {status:<11} {detail}")
+            for r in verify_impl(op, impl, a.full, a.device):
+                rows.append(r)
+                status, detail = r.status()
+                print(f"{r.op:<{width}}  {r.provider:<10} {r.dtype:<9} {status:<11} {detail}",
+                      flush=True)
     failed = sum(r.status()[0] == "FAIL" for r in rows)
     print(f"{len(rows)} rows, {failed} failed" + (f", {len(errors)} load errors" if errors else ""))
     return 1 if failed or errors else 0
