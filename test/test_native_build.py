@@ -229,3 +229,15 @@ def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert B.cache_dir() == Path.home() / ".cache" / "vllm_xdsl"
     monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path / "mine"))
     assert B.cache_dir() == tmp_path / "mine"
+
+
+def test_required_toolchain_fails_instead_of_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("VLLM_XDSL_NVCC", raising=False)
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.setenv("VLLM_XDSL_REQUIRE_TOOLCHAINS", "1")
+    with pytest.raises(pytest.fail.Exception, match="REQUIRE_TOOLCHAINS=1 but nvcc not found"):
+        require("cuda")
+    monkeypatch.delenv("VLLM_XDSL_REQUIRE_TOOLCHAINS")
+    with pytest.raises(pytest.skip.Exception, match="nvcc not found"):
+        require("cuda")
