@@ -68,7 +68,8 @@ def make_norm(cfg: DecoderConfig, hidden: int) -> nn.Module:
 
 
 class Fp8Linear(nn.Module):
-    """A linear whose input is fp8-quantized with a static per-tensor scale."""
+    """A linear whose input is fp8-quantized with a static per-tensor scale, in f32 as
+    vLLM's native quant does (one rounding, f32 -> fp8), then dequantized for the matmul."""
 
     def __init__(self, in_features: int, out_features: int, fp8: bool = True) -> None:
         super().__init__()
@@ -78,8 +79,9 @@ class Fp8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fp8:
-            q = torch.clamp(x / self.input_scale, -FP8_MAX, FP8_MAX).to(FP8)
-            x = (q.to(torch.float32) * self.input_scale).to(x.dtype)
+            scale = self.input_scale.float()
+            q = torch.clamp(x.float() / scale, -FP8_MAX, FP8_MAX).to(FP8)
+            x = (q.float() * scale).to(x.dtype)
         return F.linear(x, self.weight)
 
 

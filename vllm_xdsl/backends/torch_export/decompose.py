@@ -1,48 +1,69 @@
-"""Export of an unlowered semantic op whose epsilon is a runtime tensor.
+"""Inlining a function traced into aten ops with Inductor's decompositions.
 
-`torch.ops.vllm_xdsl.*` take epsilon as a float; reading the tensor with `.item()` would
-give Inductor an unbacked float. The native contract computes `var + epsilon`, which is
-the same with a 0-d f64 tensor (a 0-d tensor does not promote the f32 variance), so the
-native is traced with the tensor as epsilon into aten ops (Inductor's decompositions)
-and inlined: the same numerics, fusable, and nothing is baked into the graph.
+Used for:
+- an unlowered semantic op whose epsilon is a runtime tensor. `torch.ops.vllm_xdsl.*` take
+  epsilon as a float; reading the tensor with `.item()` would give Inductor an unbacked
+  float. The native computes `var + epsilon`, which is the same with a 0-d f64 tensor (a
+  0-d tensor does not promote the f32 variance), so the native is traced with the tensor
+  as epsilon and inlined: same numerics, fusable, nothing baked into the graph;
+- a `torch.call` that a pass created with an op Inductor expects decomposed (e.g.
+  `aten.clamp`, which Inductor lowers only as clamp_min/clamp_max): the graph handed to
+  Inductor must look like AOTAutograd's output.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.fx
+from torch.utils import _pytree as pytree
 
 from .literals import ExportError
 from .meta import FakeRunner
 
 
+def decomposition_table() -> dict[Any, Callable[..., Any]]:
+    from torch._inductor.decomposition import select_decomp_table
+
+    return select_decomp_table()
+
+
+def inline_traced(
+    graph: torch.fx.Graph, fn: Callable[..., Any], args: Any, fake: FakeRunner, what: str
+) -> list[torch.fx.Node]:
+    """Trace `fn(*args)` (nodes anywhere in `args`) into aten ops, inline it, its outputs."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    if not fake.enabled:
+        raise ExportError(f"{what}: tracing it needs the example values of the graph")
+    leaves, spec = pytree.tree_flatten(args)
+    positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.fx.Node)]
+    nodes = [leaves[i] for i in positions]
+    if any("val" not in n.meta for n in nodes):
+        raise ExportError(f"{what}: an input has no fake value to trace with")
+
+    def call(*values: Any) -> Any:
+        full = list(leaves)
+        for i, v in zip(positions, values, strict=True):
+            full[i] = v
+        return fn(*pytree.tree_unflatten(full, spec))
+
+    with fake.mode:
+        sub = make_fx(call, decomposition_table(), tracing_mode="real")(
+            *[n.meta["val"] for n in nodes]
+        )
+    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    out = graph.graph_copy(sub.graph, dict(zip(placeholders, nodes, strict=True)))
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def inline_native(
     graph: torch.fx.Graph, name: str, args: dict[str, Any], fake: FakeRunner
 ) -> list[torch.fx.Node]:
-    """Inline the native of op `name` called with `args` (nodes or literals); its outputs."""
-    from torch._inductor.decomposition import select_decomp_table
-    from torch.fx.experimental.proxy_tensor import make_fx
-
+    """Inline the native of semantic op `name` called with `args` (nodes or literals)."""
     from vllm_xdsl import ops
 
-    if not fake.enabled:
-        raise ExportError(f"{name} with a runtime epsilon needs example values to trace")
-    names = list(args)
-    node_keys = [k for k in names if isinstance(args[k], torch.fx.Node)]
     native = ops.ALL_OPS[name].native
-
-    def call(*tensors: Any) -> Any:
-        full = dict(args)
-        full.update(zip(node_keys, tensors, strict=True))
-        return native(*full.values())
-
-    fakes = [args[k].meta["val"] for k in node_keys]
-    with fake.mode:
-        sub = make_fx(call, select_decomp_table(), tracing_mode="real")(*fakes)
-    placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
-    env = {p: args[k] for p, k in zip(placeholders, node_keys, strict=True)}
-    out = graph.graph_copy(sub.graph, env)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    return outs
+    return inline_traced(graph, native, list(args.values()), fake, name)

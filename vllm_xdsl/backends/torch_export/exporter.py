@@ -33,6 +33,7 @@ from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
 from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 
+from .decompose import decomposition_table, inline_native, inline_traced
 from .literals import ExportError, python_value
 from .meta import FakeRunner
 from .runtime_eps import tensor_epsilon_op
@@ -55,7 +56,7 @@ def _returns_tuple(target: Any, op: CallOp) -> bool:
 class Exporter:
     def __init__(
         self, owner: torch.nn.Module | None, example_values: list[Any] | None,
-        origin: dict[Operation, torch.fx.Node] | None,
+        origin: dict[Operation, torch.fx.Node] | None, decompose: bool,
     ) -> None:
         self.graph = torch.fx.Graph()
         self.owner = owner
@@ -63,6 +64,7 @@ class Exporter:
         self.origin = origin or {}
         self.fake = FakeRunner(example_values)
         self.example_values = example_values
+        self.decompositions = decomposition_table() if decompose and self.fake.enabled else {}
 
     def node(self, value: SSAValue) -> torch.fx.Node:
         return self.nodes[value]
@@ -106,6 +108,14 @@ class Exporter:
 
         args = tuple(python_value(a, operand) for a in op.args.data)
         kwargs = {k: python_value(v, operand) for k, v in (op.kwargs.data if op.kwargs else {}).items()}
+        if op not in self.origin and target in self.decompositions:
+            # A pass created it: spell it as AOTAutograd would (Inductor expects that).
+            outs = inline_traced(
+                self.graph, lambda a, k: target(*a, **k), [args, kwargs], self.fake, op.target.data
+            )
+            for value, out in zip(op.outputs, outs, strict=True):
+                self.nodes[value] = out
+            return
         node = self.graph.call_function(target, args, kwargs)
         self.finish(op, node, list(op.outputs), _returns_tuple(target, op))
 
@@ -118,8 +128,6 @@ class Exporter:
         args = native_arguments(op, self.node, epsilon)
         indices = result_indices(op)
         if runtime_tensor and provider_of(op) == "vllm":
-            from .decompose import inline_native
-
             outs = inline_native(self.graph, op.SEMANTIC_NAME, args, self.fake)
             for value, index in zip(op.results, indices, strict=True):
                 self.nodes[value] = outs[index]
@@ -172,14 +180,16 @@ def export_module(
     owner: torch.nn.Module | None = None,
     example_values: list[Any] | None = None,
     origin: dict[Operation, torch.fx.Node] | None = None,
+    decompose: bool = True,
 ) -> torch.fx.GraphModule:
     """The GraphModule computing the module's one function.
 
     `owner` holds the get_attr constants; `example_values` are the (fake) values of the
     arguments, e.g. the input graph's placeholder `meta["val"]`, for metadata; `origin`
     maps ops to the FX nodes they were imported from (frontend.ImportedGraph.origin).
+    With `decompose`, ops created by passes are decomposed as AOTAutograd does for Inductor.
     """
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if len(funcs) != 1:
         raise ExportError(f"expected one func.func in the module, found {len(funcs)}")
-    return Exporter(owner, example_values, origin).export(funcs[0])
+    return Exporter(owner, example_values, origin, decompose).export(funcs[0])
