@@ -35,7 +35,9 @@ DEFAULT_ARCHS: dict[str, tuple[str, ...]] = {
 }
 # What this project's CI toolchains build. Debian's hipcc (ROCm 5.2, clang 15) knows gfx940
 # but not gfx942 (MI300X) or gfx950; a gfx940 code object does not load on a gfx942.
-CI_ARCHS: dict[str, tuple[str, ...]] = {"cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a", "gfx940")}
+CI_ARCHS: dict[str, tuple[str, ...]] = {
+    "cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a", "gfx940"), "emul": ("warp32",),
+}
 
 _COMPILER = {
     "cuda": ("nvcc", "VLLM_XDSL_NVCC", "CUDA_HOME"),
@@ -194,3 +196,26 @@ def _acquire(lock, out: Path) -> None:  # noqa: ANN001 - a text file object
             if time.monotonic() > deadline:
                 raise BuildError(f"timed out waiting for another build of {out.name}") from None
             time.sleep(0.1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m vllm_xdsl.backends.cuda.build cuda sm_90`: fill the cache ahead of time
+    (e.g. in a container image), printing the library path and the compile time."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m vllm_xdsl.backends.cuda.build")
+    parser.add_argument("vendor", choices=("cuda", "rocm", "emul"))
+    parser.add_argument("archs", nargs="*", help="e.g. sm_80 sm_90, gfx90a (default: CI's set)")
+    ns = parser.parse_args(argv)
+    start = time.monotonic()
+    try:
+        path = build_library(ns.vendor, ns.archs or CI_ARCHS[ns.vendor])
+    except (ToolchainMissing, BuildError) as e:
+        print(f"error: {e}")
+        return 1
+    print(f"{path} ({time.monotonic() - start:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
