@@ -347,3 +347,27 @@ def test_ir_metadata_equals_eager_metadata(line, name, eager_args) -> None:
     (op,) = [o for o in _fn(module).body.block.ops if o.name.startswith("vllm.")]
     from_ir = ops.meta_args(name, meta_args(op, "cpu"))
     assert from_ir == ops.meta_args(name, eager_args)
+
+
+def test_availability_at_lowering_is_about_the_target(swap_impl) -> None:
+    """`supported(target)`: can the impl serve that target (toolchain), not: is there a GPU
+    here. A zero-argument `supported` can only speak for this machine, and is believed."""
+    asked: list[str | None] = []
+
+    def for_target(target: str | None = None) -> bool | str:
+        asked.append(target)
+        return target == "cuda" or f"test cuda: serves cuda, not {target}"
+
+    swap_impl(ops.silu_and_mul, "cuda", _fake_silu, supported=for_target)
+    swap_impl(ops.rms_norm, "cuda", ops.rms_norm.native, supported=lambda: "test: no GPU here")
+    x = torch.randn(2, 64)
+    with ops.priority("cuda,native"):
+        assert ops.silu_and_mul.explain(x).rejected == [("cuda", "test cuda: serves cuda, not cpu")]
+    report = lower_dispatch(_parse(LAYER.replace("bf16", "f32")), "cuda", "cuda,native")
+    got = {e.decision.op: (e.decision.provider, e.decision.rejected) for e in report}
+    assert got["silu_and_mul"] == ("cuda", [])
+    assert got["rms_norm"] == ("native", [("cuda", "test: no GPU here")])
+    (entry,) = [e for e in lower_dispatch(_parse(LAYER), "rocm", "cuda,native")
+                if e.decision.op == "silu_and_mul"]
+    assert entry.decision.rejected == [("cuda", "test cuda: serves cuda, not rocm")]
+    assert asked == ["cpu", "cuda", "rocm"]  # asked once per target
