@@ -371,3 +371,13 @@ def test_availability_at_lowering_is_about_the_target(swap_impl) -> None:
                 if e.decision.op == "silu_and_mul"]
     assert entry.decision.rejected == [("cuda", "test cuda: serves cuda, not rocm")]
     assert asked == ["cpu", "cuda", "rocm"]  # asked once per target
+
+
+def test_environment_priority_applies_to_lowering(swap_impl, monkeypatch) -> None:
+    swap_impl(ops.silu_and_mul, "triton", _fake_silu, supports_args=_fake_silu_args)
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "silu_and_mul=triton,native")
+    report = lower_dispatch(_parse(LAYER), "cpu")
+    assert [e.decision.provider for e in report] == ["native", "native", "triton"]
+    # An explicit priority wins over the environment.
+    report = lower_dispatch(_parse(LAYER), "cpu", "silu_and_mul=native")
+    assert [e.decision.provider for e in report] == ["native", "native", "native"]

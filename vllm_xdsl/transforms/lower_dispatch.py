@@ -219,6 +219,10 @@ def lower_dispatch(
 ) -> DispatchReport:
     """Lower every `vllm` op of `module` in place; returns the dispatch report.
 
+    `target`: default from the module attribute `vllm.target`, else cuda. `priority`: the
+    explicit source; without it (or for ops it does not name) the same sources as eager
+    dispatch decide: `ops.set_priority`, then VLLM_XDSL_PRIORITY, then the target default.
+
     Raises DispatchError (one line naming the node, op, impl and reason) for a bad
     option, an unknown provider or a forced impl that cannot run.
     """
