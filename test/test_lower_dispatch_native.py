@@ -256,3 +256,12 @@ def test_per_group_with_unknown_hidden_size(column_major: bool) -> None:
     body = (f"  %q, %s = vllm.per_token_group_fp8_quant %x {{group_size = 16 : i64{cm}}} : "
             f"{t} -> {q}, {s}\n  func.return %q, %s : {q}, {s}")
     _check(_func(f"%x: {t}", body, f"{q}, {s}"), _x(torch.bfloat16))
+
+
+def test_runtime_epsilon_as_f64_scalar() -> None:
+    """A runtime epsilon may also be an f64 scalar value (a SymFloat in FX)."""
+    t = f"tensor<?x{H}xf16>"
+    body = (f"  %o, %ro = vllm.fused_add_rms_norm %x, %r epsilon(%e : f64) : {t}, {t} -> {t}, {t}\n"
+            f"  func.return %o, %ro : {t}, {t}")
+    _check(_func(f"%x: {t}, %r: {t}, %e: f64", body, f"{t}, {t}"),
+           _x(torch.float16), _x(torch.float16, seed=4), 3e-7)
