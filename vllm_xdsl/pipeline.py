@@ -96,7 +96,7 @@ class Dumper:
 
     def module(self, stage: str, module: ModuleOp) -> Path:
         path = self.dir / f"{next(self._stages):02d}-{stage}.mlir"
-        path.write_text(f"{module}\n")
+        path.write_text(str(module) + "\n")
         return path
 
     def text(self, filename: str, text: str) -> Path:

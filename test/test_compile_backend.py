@@ -1,0 +1,139 @@
+"""The backend's contract with the user: options, fallback with one warning, strict mode,
+unknown passes skipped, dumps that vllm-opt parses, runtime epsilon under dynamic=True."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():  # Triton kernels run in its interpreter (set before import)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from vllm_xdsl import compile as backend  # noqa: E402
+from vllm_xdsl import pipeline  # noqa: E402
+from vllm_xdsl.models import LlamaRMSNorm, Mlp  # noqa: E402
+from vllm_xdsl.models.llama import DecoderConfig  # noqa: E402
+
+HIDDEN = 64
+
+
+class AddNormMlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = LlamaRMSNorm(HIDDEN, 1e-5)
+        self.mlp = Mlp(DecoderConfig(hidden=HIDDEN, intermediate=64, fp8=True))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.norm(x))
+
+
+def _compile(options: dict, dynamic: bool | None = True) -> tuple[torch.nn.Module, object]:
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = AddNormMlp()
+    return model, torch.compile(model, backend="vllm_xdsl", dynamic=dynamic, options=options)
+
+
+def _check(model, compiled, tokens=(3, 9)) -> None:
+    with torch.no_grad():
+        for t in tokens:
+            x = torch.randn(t, HIDDEN)
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1.3e-6)
+
+
+@pytest.mark.parametrize("stage", ["import", "pass", "export"])
+def test_internal_failure_falls_back_with_one_warning(monkeypatch, caplog, stage) -> None:
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    if stage == "import":
+        monkeypatch.setattr("vllm_xdsl.frontend.import_graph", boom)
+    elif stage == "export":
+        monkeypatch.setattr("vllm_xdsl.backends.torch_export.export_module", boom)
+    else:
+        real = pipeline.make_pass
+
+        def failing(name, options):
+            p = real(name, options)
+            if name == "raise-native" and p is not None:
+                monkeypatch.setattr(type(p), "apply", boom)
+            return p
+
+        monkeypatch.setattr(pipeline, "make_pass", failing)
+    model, compiled = _compile({"inner": "eager"})
+    with caplog.at_level(logging.WARNING, logger="vllm_xdsl"):
+        _check(model, compiled)
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    expected = {"import": "import failed", "pass": "pass raise-native failed",
+                "export": "export failed"}[stage]
+    assert expected in warnings[0].getMessage()
+    assert "injected failure" in warnings[0].getMessage()
+
+
+def test_strict_raises(monkeypatch) -> None:
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr("vllm_xdsl.frontend.import_graph", boom)
+    model, compiled = _compile({"inner": "eager", "strict": True})
+    with pytest.raises(Exception, match="import failed: injected failure"):
+        _check(model, compiled)
+
+
+def test_unknown_pass_is_skipped_with_a_debug_log(caplog) -> None:
+    model, compiled = _compile({"inner": "eager", "passes": ["no-such-pass", "raise-native"]})
+    with caplog.at_level(logging.DEBUG, logger="vllm_xdsl"):
+        _check(model, compiled)
+    assert backend.RESULTS[-1].skipped == ["no-such-pass"]
+    assert any("no-such-pass skipped" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"inner": "tvm"}, "inner must be one of"), ({"bogus": 1}, "unknown option"),
+     ({"target": "tpu"}, "target must be one of"), ({"passes": "raise-native"}, "list of pass")],
+)
+def test_bad_options_are_one_line_errors(options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        backend.BackendOptions.parse(options)
+
+
+def test_dump_dir_stages_parse_with_vllm_opt(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    model, compiled = _compile({"inner": "eager", "target": "cpu"})
+    _check(model, compiled, tokens=(5,))
+    (graph_dir,) = tmp_path.iterdir()
+    names = sorted(p.name for p in graph_dir.iterdir())
+    assert names == ["00-import.mlir", "01-raise-native.mlir", "02-fuse-norm-quant.mlir",
+                     "03-lower-dispatch.mlir", "dispatch-report.txt"]
+    assert "-> native" in (graph_dir / "dispatch-report.txt").read_text()
+    assert "vllm.rms_norm" in (graph_dir / "01-raise-native.mlir").read_text()
+    for name in names[:-1]:
+        run = subprocess.run([sys.executable, "-m", "vllm_xdsl.tools.vllm_opt",
+                              str(graph_dir / name)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+
+
+def test_runtime_epsilon_unlowered_and_provider() -> None:
+    """dynamic=True passes epsilon as a 0-d f64 tensor: exported unlowered (native traced
+    with the tensor) and as a provider op (wrapper reading it at run time)."""
+    model, compiled = _compile({"inner": "eager", "passes": ["raise-native"], "strict": True})
+    _check(model, compiled)
+    stage = backend.RESULTS[-1].stages[-1]
+    assert stage.op_counts["vllm.rms_norm"] == 1
+    pytest.importorskip("triton")
+    model, compiled = _compile({
+        "inner": "eager", "passes": ["raise-native", "lower-dispatch"], "strict": True,
+        "target": "cpu", "priority": "rms_norm=triton!",
+    })
+    with torch.no_grad():
+        x = torch.randn(5, HIDDEN)
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
+    assert backend.RESULTS[-1].stages[-1].op_counts["triton.rms_norm"] == 1
