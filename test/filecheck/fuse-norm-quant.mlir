@@ -116,6 +116,20 @@ func.func @view_kept(%x: tensor<2x?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<
   func.return %q, %s1, %q2 : tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>
 }
 
+// A view with a runtime size operand (dynamic shapes): re-applied with the same operands.
+// CHECK-LABEL: func.func @view_dynamic_size
+func.func @view_dynamic_size(%x: tensor<?x256xf16>, %s: tensor<1xf32>) -> tensor<1x?x256xi8> {
+  // CHECK-NEXT: %n = torch.call "aten::sym_size.int"(%x)
+  // CHECK-NEXT: %[[Q:.*]] = vllm.rms_norm_quant %x scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xf16> -> tensor<?x256xi8>
+  // CHECK-NEXT: %q = torch.call "aten::view"(%[[Q]], %n) [#torch.operand<0>, [1 : i64, #torch.operand<1>, 256 : i64]] : (tensor<?x256xi8>, i64) -> tensor<1x?x256xi8>
+  // CHECK-NEXT: func.return %q
+  %y = vllm.rms_norm %x {epsilon = 1.0e-05 : f64} : tensor<?x256xf16> -> tensor<?x256xf16>
+  %n = torch.call "aten::sym_size.int"(%x) [#torch.operand<0>, 0 : i64] : (tensor<?x256xf16>) -> i64
+  %v = torch.call "aten::view"(%y, %n) [#torch.operand<0>, [1 : i64, #torch.operand<1>, 256 : i64]] : (tensor<?x256xf16>, i64) -> tensor<1x?x256xf16>
+  %q = vllm.static_scaled_int8_quant %v, %s : tensor<1x?x256xf16>, tensor<1xf32> -> tensor<1x?x256xi8>
+  func.return %q : tensor<1x?x256xi8>
+}
+
 // A view that changes the last dimension blocks fusion.
 // CHECK-LABEL: func.func @view_blocks
 func.func @view_blocks(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>) -> (tensor<?x128xf8E4M3FN>, tensor<?x1xf32>) {
@@ -157,6 +171,43 @@ func.func @fan_out_quants(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tens
   %q3, %s3 = vllm.dynamic_scaled_fp8_quant %y2 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<1xf32>
   // CHECK-NEXT: func.return
   func.return %q0, %q1, %s1, %q2, %s3 : tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<1xf32>
+}
+
+// fused_add_rms_norm whose quant scale is defined after the norm: the fused op goes at the
+// quant, which is fine while every user of residual_out comes later ...
+// CHECK-LABEL: func.func @fused_add_placement
+func.func @fused_add_placement(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %s = torch.get_attr "scale" : tensor<1xf32>
+  // CHECK-NEXT: %q, %ro = vllm.fused_add_rms_norm_quant %x, %r scale(%s : tensor<1xf32>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<static per_tensor>}
+  // CHECK-NEXT: %n = torch.call "aten::neg.default"(%ro)
+  %y, %ro = vllm.fused_add_rms_norm %x, %r {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  %s = torch.get_attr "scale" : tensor<1xf32>
+  %q = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  %n = torch.call "aten::neg.default"(%ro) [#torch.operand<0>] : (tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  // ... but not when residual_out is used between the norm and a late-defined scale.
+  // CHECK-NEXT: %y2, %ro2 = vllm.fused_add_rms_norm %x, %r
+  // CHECK-NEXT: %n2 = torch.call "aten::neg.default"(%ro2)
+  // CHECK-NEXT: %s2 = torch.get_attr "scale" : tensor<1xf32>
+  // CHECK-NEXT: %q2 = vllm.static_scaled_fp8_quant %y2, %s2
+  %y2, %ro2 = vllm.fused_add_rms_norm %x, %r {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  %n2 = torch.call "aten::neg.default"(%ro2) [#torch.operand<0>] : (tensor<?x256xbf16>) -> tensor<?x256xbf16>
+  %s2 = torch.get_attr "scale" : tensor<1xf32>
+  %q2 = vllm.static_scaled_fp8_quant %y2, %s2 : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: func.return
+  func.return %q, %n, %q2, %n2 : tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>
+}
+
+// fused_add_rms_norm with two quants of its output: two fused ops, the first one takes
+// over residual_out.
+// CHECK-LABEL: func.func @fused_add_two_quants
+func.func @fused_add_two_quants(%x: tensor<?x256xf16>, %r: tensor<?x256xf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>) {
+  // CHECK-NEXT: %q0, %ro = vllm.fused_add_rms_norm_quant %x, %r scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>}
+  // CHECK-NEXT: %q1, %{{.*}}, %s1 = vllm.fused_add_rms_norm_quant %x, %r {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<dynamic per_token>}
+  // CHECK-NEXT: func.return %q0, %q1, %s1, %ro
+  %y, %ro = vllm.fused_add_rms_norm %x, %r {epsilon = 1.0e-05 : f64} : tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>, tensor<?x256xf16>
+  %q0 = vllm.static_scaled_fp8_quant %y, %s : tensor<?x256xf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  %q1, %s1 = vllm.dynamic_per_token_scaled_int8_quant %y : tensor<?x256xf16> -> tensor<?x256xi8>, tensor<?x1xf32>
+  func.return %q0, %q1, %s1, %ro : tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>
 }
 
 // Guards: a weight of another dtype than x (Gemma-style), or variance_size: no fusion.

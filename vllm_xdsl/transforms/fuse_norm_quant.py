@@ -30,8 +30,9 @@ Decisions:
   are NOT raised by default (the norm still fuses with its quant; the add stays).
   `raise-rounded-adds=true` raises them anyway (vLLM's semantics, outside the contract).
   `residual_out` is bit-identical to the add in every case (both round the fp32 sum once).
-- **Views.** torch view/reshape/flatten/squeeze ops between producer and quant that keep
-  the (static) last dimension do not block fusion: the fused op runs on the producer's
+- **Views.** aten view/reshape/_unsafe_view/flatten/unflatten/squeeze/unsqueeze calls
+  between producer and quant that keep the element type and the (static) last dimension
+  do not block fusion: the fused op runs on the producer's
   shape and the views are re-applied to `q`. Scales need no view: per-token and per-group
   scales are `[T, 1]` / `[T, G]` with `T` the product of the leading dims, and a view that
   keeps the last dim keeps both `T` and the row order. A view changing the last dimension
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cmp_to_key
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
@@ -76,6 +78,7 @@ from vllm_xdsl.transforms.fusion_ir import (
     dominates,
     erase_dead,
     insert_before,
+    is_before,
     is_row_view,
     is_unit_add,
     reapply_view,
@@ -163,6 +166,8 @@ class FuseQuantIntoProducer(RewritePattern):
         consumers.collect(op.results[0], [], family)
         if consumers.blocked or not consumers.quants:
             return
+        # Program order, so that the earliest quant's fused op takes over residual_out.
+        consumers.quants.sort(key=cmp_to_key(lambda a, b: -1 if is_before(a[0], b[0]) else 1))
         residual_out: SSAValue | None = getattr(op, "residual_out", None)
         anchors = [quant for quant, _ in consumers.quants]
         if residual_out is not None and residual_out.uses:

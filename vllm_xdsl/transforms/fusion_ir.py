@@ -21,12 +21,11 @@ from xdsl.traits import Pure
 
 from vllm_xdsl.dialects.torch import CallOp, OperandRefAttr, is_side_effect_free
 
-# aten shape ops that only regroup dimensions of a contiguous row-major tensor: element
-# order and element count are kept, so when the last dimension is kept too, every row
-# (token) stays a row, in the same order.
+# aten shape ops that only regroup dimensions of a row-major tensor: element order and
+# element count are kept, so when the last dimension is kept too, every row (token) stays a
+# row, in the same order. (_reshape_alias is not here: its explicit strides may permute.)
 _ROW_VIEW_OPS = frozenset(
-    {"view", "reshape", "_unsafe_view", "_reshape_alias", "flatten", "unflatten", "squeeze",
-     "unsqueeze"}
+    {"view", "reshape", "_unsafe_view", "flatten", "unflatten", "squeeze", "unsqueeze"}
 )
 _OPERAND_0, _OPERAND_1 = OperandRefAttr(IntAttr(0)), OperandRefAttr(IntAttr(1))
 
