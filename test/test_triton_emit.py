@@ -37,7 +37,7 @@ def test_every_spec_emits_valid_python(spec):
     for name in emit_kernels(spec):
         assert f"def {name}(" in src
     # Helpers are emitted only when called.
-    for helper in ("_round_bf16", "_round_e4m3", "_rint", "_pow2_ceil"):
+    for helper in ("_round_bf16", "_round_e4m3", "_e4m3_bits", "_rint", "_pow2_ceil"):
         assert (f"def {helper}(" in src) == (f" {helper}(" in src.replace(f"def {helper}(", ""))
 
 

@@ -36,7 +36,8 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      scale = _pow2_ceil(scale)
   // CHECK:      q = tl.minimum(tl.maximum(q, -448.0), 448.0)
   // CHECK-NEXT: q = _round_e4m3(q, -6)
-  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, q.to(tl.float8e4nv), mask=mask)
+  // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
+  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, -6, 512.0, 0.015625), mask=mask)
 
   // silu_and_mul with a static e4m3fnuz scale (FMAX 224, smallest normal 2^-7).
   %c = triton.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xf16> -> tensor<?x4096xf8E4M3FNUZ>
@@ -47,7 +48,8 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      q = y * tl.div_rn(1.0, scale)
   // CHECK:      q = tl.minimum(tl.maximum(q, -224.0), 224.0)
   // CHECK-NEXT: q = _round_e4m3(q, -7)
-  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, q.to(tl.float8e4b8), mask=mask)
+  // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
+  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, -7, 1024.0, 0.0078125), mask=mask)
 
   // int8 per token: round half to even.
   %d, %ds = triton.dynamic_per_token_scaled_int8_quant %x : tensor<?x4096xbf16> -> tensor<?x4096xi8>, tensor<?x1xf32>

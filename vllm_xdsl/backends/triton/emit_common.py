@@ -43,6 +43,19 @@ def _round_e4m3(x, MIN_EXP: tl.constexpr):
     inv_step = ((130 - e) << 23).to(tl.float32, bitcast=True)
     return _rint(x * inv_step) * step
 ''',
+    "_e4m3_bits": '''
+@triton.jit
+def _e4m3_bits(v, MIN_EXP: tl.constexpr, SUB_STEPS: tl.constexpr, MIN_NORMAL: tl.constexpr):
+    # The e4m3 bits of a value already on the e4m3 grid, stored through a uint8 view of q,
+    # so no f32->fp8 cast is involved (the interpreter's is wrong; pre-Ada GPUs lack one).
+    # Normals: exponent and top 3 mantissa bits straight from the f32 bits; subnormals:
+    # the count of 2**(MIN_EXP-3) steps. Zero is +0 (0x80 is e4m3fnuz's NaN).
+    a = tl.abs(v)
+    b = a.to(tl.int32, bitcast=True)
+    normal = (((b >> 23) - (126 + MIN_EXP)) << 3) | ((b >> 20) & 7)
+    bits = tl.where(a >= MIN_NORMAL, normal, (a * SUB_STEPS).to(tl.int32))
+    return tl.where((v < 0.0) & (bits != 0), bits | 0x80, bits).to(tl.uint8)
+''',
     "_pow2_ceil": '''
 @triton.jit
 def _pow2_ceil(s):
@@ -171,8 +184,11 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = tl.minimum(tl.maximum(q, {lo}), {qmax})")
     if scheme.is_fp8:
-        k.add(f"q = _round_e4m3(q, {E4M3_MIN_EXP[scheme.dtype]})")
+        e = E4M3_MIN_EXP[scheme.dtype]
+        k.add(f"q = _round_e4m3(q, {e})",
+              "# q_ptr is the fp8 output viewed as uint8: store the e4m3 bits",
+              f"tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, {e}, "
+              f"{flt(2.0 ** (3 - e))}, {flt(2.0 ** e)}), mask=mask)")
     else:
-        k.add("q = _rint(q)")
-    k.add(f"tl.store(q_ptr + row * q_row_stride + cols, q.to({TL_DTYPE[scheme.dtype]}), "
-          "mask=mask)")
+        k.add("q = _rint(q)",
+              "tl.store(q_ptr + row * q_row_stride + cols, q.to(tl.int8), mask=mask)")

@@ -17,7 +17,7 @@ from torch import Tensor
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_num_warps, next_pow2
 from vllm_xdsl.ops.fused import scheme_of
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.scheme import FP8_DTYPES, QuantScheme
 
 _F32 = torch.float32
 
@@ -29,6 +29,11 @@ def _rows(t: Tensor) -> Tensor:
     if t.stride(-1) != 1:
         t = t.contiguous()
     return t.reshape(-1, t.shape[-1])
+
+
+def _kernel_view(t: Tensor) -> Tensor:
+    """fp8 outputs are written as their bits through a uint8 view (see emit_common)."""
+    return t.view(torch.uint8) if t.dtype in FP8_DTYPES else t
 
 
 def _spec(op: str, x: Tensor, width: int, weight_dtype: torch.dtype | None = None,
@@ -114,7 +119,7 @@ def norm(x: Tensor, residual: Tensor | None, weight: Tensor | None, epsilon: flo
         args += [r2, r2.stride(0)]
     if weight is not None:
         args.append(weight.contiguous())
-    args += [out, hidden]
+    args += [_kernel_view(out), hidden]
     if residual is not None:
         res_out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
         args += [res_out, hidden]
@@ -150,7 +155,7 @@ def quant(x: Tensor, scheme: QuantScheme, scale: Tensor | None = None,
         prologue = (x2, x2.stride(0), amax, hidden)
         if tokens == 0:  # the native's scale of an empty tensor: the floor
             scales.fill_(1.0 / (scheme.qmax * 512.0))
-    args = [x2, x2.stride(0), q, hidden, *_quant_args(scheme, scales, scale, scale_ub, False, amax)]
+    args = [x2, x2.stride(0), _kernel_view(q), hidden, *_quant_args(scheme, scales, scale, scale_ub, False, amax)]
     _launch(spec, tokens, *args, hidden, prologue=prologue)
     return q, scales
 
@@ -179,7 +184,7 @@ def silu(x: Tensor, scheme: QuantScheme | None = None, scale: Tensor | None = No
     spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None)
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(*x.shape[:-1], d, dtype=out_dtype, device=x.device)
-    args: list = [x2, x2.stride(0), out, d]
+    args: list = [x2, x2.stride(0), _kernel_view(out), d]
     if scheme is None:
         _launch(spec, tokens, *args, d)
         return (out,)
