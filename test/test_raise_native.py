@@ -4,6 +4,7 @@ original graph computed (bit for bit with exact=true, within OPS.md otherwise)."
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -46,7 +47,7 @@ CASES = {
     "weight_before_cast": (lambda: forms.WeightBeforeCastNorm(H), _one, {NORM: 1}, {NORM: 1}, ("norm",)),
     "no_weight_norm": (lambda: forms.NoWeightNorm(H), _one, {NORM: 1}, {NORM: 1}, ("norm",)),
     "gemma_norm": (lambda: forms.GemmaRMSNorm(H), _one, {NORM: 1}, {NORM: 1}, ("norm",)),
-    "residual_norm": (lambda: forms.ResidualNorm(H), _two, {FUSED: 1}, None, ("norm", "value")),
+    "residual_norm": (lambda: forms.ResidualNorm(H), _two, None, None, ("norm", "value")),
     "vllm_fused_add": (lambda: forms.VllmFusedAddNorm(H), _two, {FUSED: 1}, {FUSED: 1},
                        ("norm", "value")),
     "static_quant_div": (lambda: forms.StaticFp8Quant(H), _one, None, {}, ()),
@@ -69,9 +70,11 @@ CASES = {
 
 # Counts that depend on the dtype (None above).
 DTYPE_COUNTS = {
-    # f32: exact; f16: the quotient rounded to f16 first is within the fp8 tolerance;
-    # bf16: y / scale rounded to bf16 flips ~2 % of fp8 values: not raised.
-    "static_quant_div": {F32: {STATIC: 1}, F16: {STATIC: 1}, BF16: {}},
+    # f16/bf16 model: `y / scale` is rounded to f16/bf16 before fp8 (another rounding
+    # point; in bf16 ~2 % of fp8 values change): not raised. approx=true raises f16.
+    "static_quant_div": {F32: {STATIC: 1}, F16: {}, BF16: {}},
+    # The HF residual sum is rounded to f16/bf16 before the norm: only the norm is raised.
+    "residual_norm": {F32: {FUSED: 1}, F16: {NORM: 1}, BF16: {NORM: 1}},
     # After model.to(dt) the scale is f16/bf16 and so is its reciprocal: a rounded scale.
     "static_quant_reciprocal": {F32: {STATIC: 1}, F16: {}, BF16: {}},
 }
@@ -81,6 +84,15 @@ EXACT_DTYPE_COUNTS = {
     "static_quant_div": {F32: {}, F16: {}, BF16: {}},
     "static_quant_reciprocal": {F32: {STATIC: 1}, F16: {}, BF16: {}},
 }
+
+
+# Every (dtype, form) pair with VLLM_XDSL_FULL_GRID=1; by default a cover of both lists.
+FULL = os.environ.get("VLLM_XDSL_FULL_GRID") == "1"
+ALL_PAIRS = [(dt, form) for dt in (BF16, F16, F32) for form in ("dynamic", "mark_dynamic")]
+PAIRS = ALL_PAIRS if FULL else [(BF16, "dynamic"), (F16, "mark_dynamic"), (F32, "dynamic"),
+                                (BF16, "mark_dynamic")]
+EXACT_PAIRS = ALL_PAIRS if FULL else [(BF16, "mark_dynamic"), (F16, "dynamic"),
+                                      (F32, "mark_dynamic")]
 
 
 def _make(name: str, dt: torch.dtype) -> torch.nn.Module:
@@ -96,8 +108,7 @@ def _counts(name: str, dt: torch.dtype, exact: bool) -> dict[str, int]:
     return table[name][dt] if want is None else want
 
 
-@pytest.mark.parametrize("form", ["dynamic", "mark_dynamic"])
-@pytest.mark.parametrize("dt", [BF16, F16, F32], ids=str)
+@pytest.mark.parametrize(("dt", "form"), PAIRS, ids=str)
 @pytest.mark.parametrize("name", list(CASES))
 def test_raised_ops_and_numerics(name: str, dt: torch.dtype, form: str) -> None:
     _, inputs, _, _, kinds = CASES[name]
@@ -109,8 +120,7 @@ def test_raised_ops_and_numerics(name: str, dt: torch.dtype, form: str) -> None:
         assert run.after == run.before, "a graph with nothing to raise must stay unchanged"
 
 
-@pytest.mark.parametrize("form", ["dynamic", "mark_dynamic"])
-@pytest.mark.parametrize("dt", [BF16, F16, F32], ids=str)
+@pytest.mark.parametrize(("dt", "form"), EXACT_PAIRS, ids=str)
 @pytest.mark.parametrize("name", list(CASES))
 def test_exact_mode_is_bitwise(name: str, dt: torch.dtype, form: str) -> None:
     _, inputs, _, _, kinds = CASES[name]
@@ -130,3 +140,19 @@ def test_dead_decomposition_is_removed() -> None:
     body = run.after[0]
     for gone in ("aten::rsqrt", "aten::mean.dim", "aten::pow"):
         assert gone not in body, body
+
+
+@pytest.mark.parametrize("dt", [BF16, F16], ids=str)
+def test_approx_mode_fuses_the_rounded_residual_add(dt: torch.dtype) -> None:
+    """approx=true raises the HF residual add (a different rounding point) within OPS.md."""
+    run = compile_and_run(_make("residual_norm", dt), lambda t: _two(t, dt), "dynamic",
+                          kinds=("norm", "value"), approx=True)
+    assert dict(run.counts) == {FUSED: 1}, run.after[0]
+    assert run.problems == [], run.problems
+
+
+def test_approx_mode_raises_the_f16_quotient() -> None:
+    run = compile_and_run(_make("static_quant_div", F16), lambda t: _one(t, F16), "dynamic",
+                          approx=True)
+    assert dict(run.counts) == {STATIC: 1}, run.after[0]
+    assert run.problems == [], run.problems

@@ -49,11 +49,13 @@ def _equal(a: Any, b: Any) -> bool:
     return torch.equal(a, b)
 
 
-def raise_backend(run: RaiseRun, exact: bool, kinds: Sequence[str]) -> Callable:
+def raise_backend(
+    run: RaiseRun, exact: bool, kinds: Sequence[str], approx: bool = False
+) -> Callable:
     def fw(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         imported = import_graph(gm)
         run.before.append(str(imported.module))
-        RaiseNativePass(exact=exact).apply(make_context(), imported.module)
+        RaiseNativePass(exact=exact, approx=approx).apply(make_context(), imported.module)
         imported.module.verify()
         text = str(imported.module)
         run.after.append(text)
@@ -84,6 +86,7 @@ def compile_and_run(
     form: str,
     *,
     exact: bool = False,
+    approx: bool = False,
     kinds: Sequence[str] = (),
     tokens: Sequence[int] = (3, 17, 5),
 ) -> RaiseRun:
@@ -91,7 +94,7 @@ def compile_and_run(
     torch._dynamo.reset()
     run = RaiseRun()
     compiled = torch.compile(
-        model, backend=raise_backend(run, exact, kinds),
+        model, backend=raise_backend(run, exact, kinds, approx),
         dynamic=True if form == "dynamic" else None, fullgraph=True,
     )
     with torch.no_grad():

@@ -15,8 +15,12 @@ replaces (OPS.md contract: `y = xf * rsqrt(mean(xf^2, -1) + eps)`, then
 3. `RaiseNormCastBack`: `rms_norm(x.float()).to(x.dtype)` -> `rms_norm(x)` (f32 weight kept),
    and `rms_norm(a.float() + r.float()).to(D)` -> `fused_add_rms_norm(a, r)` (vLLM's native).
 4. `RaiseFusedAdd`: `rms_norm(a + r)` -> `fused_add_rms_norm(a, r)`, the sum's later users
-   read `residual_out`. Exact in f32; in f16/bf16 the graph normalises the rounded sum and
-   the contract the unrounded one (inexact, within the OPS.md norm tolerances).
+   read `residual_out`. Exact in f32. In f16/bf16 (the HF decoder) the graph normalises the
+   rounded sum and the contract the unrounded one: a different rounding point, raised only
+   with `approx=true`. Per op that is within the OPS.md norm tolerance, but in a decoder
+   layer with fp8-quantized linears the one-step differences flip fp8 values and grow to
+   0.1 (bf16) / 0.03 (f16) at the layer output (measured), beyond the whole-model
+   tolerance. Without approx the norm is raised and the add stays.
 
 Anything else (a mean over another dim, no keepdim, eps after the rsqrt, an eps that is
 not a scalar) stays as it was.
@@ -178,6 +182,7 @@ def cast_op(value: SSAValue, dt: torch.dtype) -> CallOp:
 @dataclass
 class RaiseRmsNormCore(RewritePattern):
     exact: bool = False
+    approx: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
@@ -192,6 +197,7 @@ class RaiseRmsNormCore(RewritePattern):
 @dataclass
 class RaiseNormWeight(RewritePattern):
     exact: bool = False
+    approx: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
@@ -240,6 +246,7 @@ class RaiseNormWeight(RewritePattern):
 @dataclass
 class RaiseNormCastBack(RewritePattern):
     exact: bool = False
+    approx: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
@@ -285,6 +292,7 @@ class RaiseNormCastBack(RewritePattern):
 @dataclass
 class RaiseFusedAdd(RewritePattern):
     exact: bool = False
+    approx: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: RmsNormOp, rewriter: PatternRewriter) -> None:
@@ -297,8 +305,8 @@ class RaiseFusedAdd(RewritePattern):
             return
         if a.type != s.type or r.type != s.type:
             return
-        if self.exact and m.dtype(s) != F32:
-            return  # f16/bf16: the graph normalises the rounded sum
+        if m.dtype(s) != F32 and not self.approx:
+            return  # f16/bf16: the graph normalises the rounded sum, the contract the exact one
         casts = [(m.as_f32_of(v), v) for v in (a, r)]
         if m.dtype(s) == F32 and all(w is not None and w is not v for w, v in casts):
             return  # `a.float() + r.float()`: RaiseNormCastBack fuses it in a's dtype

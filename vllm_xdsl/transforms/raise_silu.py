@@ -107,6 +107,7 @@ def _decomposed_silu(v: SSAValue) -> SSAValue | None:
 @dataclass
 class RaiseSiluAndMul(RewritePattern):
     exact: bool = False
+    approx: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
