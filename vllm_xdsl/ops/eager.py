@@ -124,9 +124,11 @@ def _key_item(name: str, annotation: Any, first_tensor: bool) -> str:
         return f"{name}.device, {name}.dtype, {name}.shape" if first_tensor else \
             f"{name}.dtype, {name}.shape"
     if annotation == (torch.Tensor | None):
-        return f"None if {name} is None else ({name}.dtype, {name}.shape)"
-    # Scalars; a runtime scalar may arrive as a 0-d tensor (keyed by metadata, not identity).
-    return f"(({name}.dtype, {name}.shape) if isinstance({name}, _Tensor) else {name})"
+        return f"None if {name} is None else {name}.dtype, None if {name} is None else {name}.shape"
+    if annotation is float:
+        # A runtime scalar may arrive as a 0-d tensor: key it by metadata, not identity.
+        return f"(({name}.dtype, {name}.shape) if isinstance({name}, _Tensor) else {name})"
+    return name  # int, bool, str, dtype: the value itself
 
 
 def make_call(op: SemanticOp, donated: bool) -> Callable[..., Any]:

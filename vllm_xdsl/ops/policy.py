@@ -117,7 +117,8 @@ STATE = _State()
 
 
 def _bump() -> None:
-    STATE.token = (STATE.explicit, STATE.env)
+    # A fresh plain object: hashing it is cheap (hashing the Priority values is not).
+    STATE.token = object()
 
 
 def set_priority(text: str | None) -> None:
