@@ -169,3 +169,16 @@ def test_all_ops_dispatch_eagerly_to_native():
     q, s = ops.rms_norm_quant(x, w, 1e-6, sc, None, torch.int8, True, "tensor")
     assert torch.equal(q, ops.rms_norm_quant.native(x, w, 1e-6, sc, None, torch.int8, True,
                                                     "tensor")[0])
+
+
+def test_cache_key_is_cheap(clean):
+    # The key must hash in ~100 ns: no Priority values (hashing those costs microseconds),
+    # only a plain token object, devices, dtypes, shapes and scalars.
+    clean(ops.rms_norm, "t_k", counting_rms([]))
+    ops.set_priority("rms_norm=t_k")
+    x, w = xw()
+    ops.rms_norm(x, w, 1e-6)
+    (key,) = [k for k in ops.rms_norm._cache]
+    assert type(key[0]) is object
+    assert all(isinstance(v, (object, torch.device, torch.dtype, torch.Size, float))
+               and not hasattr(v, "__dataclass_fields__") for v in key)
