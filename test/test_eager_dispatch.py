@@ -180,5 +180,5 @@ def test_cache_key_is_cheap(clean):
     ops.rms_norm(x, w, 1e-6)
     (key,) = [k for k in ops.rms_norm._cache]
     assert type(key[0]) is object
-    assert all(isinstance(v, (object, torch.device, torch.dtype, torch.Size, float))
-               and not hasattr(v, "__dataclass_fields__") for v in key)
+    cheap = (object, torch.device, torch.dtype, torch.Size, float, type(None))
+    assert all(type(v) in cheap for v in key), [type(v) for v in key]
