@@ -1,0 +1,18 @@
+"""Autotuned dispatch: `auto` in a priority list picks, per shape bucket, the fastest
+implementation whose results meet the contract, measured on the device.
+
+    VLLM_XDSL_PRIORITY=auto python app.py          # every op
+    ops.set_priority("rms_norm=auto")              # eager calls tune their bucket once
+    vllm-opt --lower-dispatch="target=cpu priority=auto" in.mlir   # runtime selection op
+    python -m vllm_xdsl.tune model.mlir --target cpu   |   python -m vllm_xdsl.tune --show
+
+Buckets: bucket.py; timing: measure.py; tuning: tuner.py; the cache file: cache.py; the
+policy hook: auto.py; the runtime selection torch ops: runtime.py.
+"""
+
+from vllm_xdsl.tune.auto import AutoChoice, auto_decision, tune_call
+from vllm_xdsl.tune.bucket import Bucket, bucket_of, token_bucket
+from vllm_xdsl.tune.tuner import STATS, BucketResult, Table
+
+__all__ = ["STATS", "AutoChoice", "Bucket", "BucketResult", "Table", "auto_decision",
+           "bucket_of", "token_bucket", "tune_call"]

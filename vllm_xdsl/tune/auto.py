@@ -1,0 +1,135 @@
+"""`auto` in a priority list: the policy hook used by eager dispatch and lower-dispatch.
+
+`rms_norm=auto` tunes over every registered implementation of the op; `a,b,auto` over
+a, b and native only. Candidates are those available for the target that accept the
+arguments (the same checks as any dispatch); native is always one. A forced provider
+(`p!`) cannot be combined with auto.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from vllm_xdsl.ops import registry
+from vllm_xdsl.ops.dispatch import Decision
+from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError
+from vllm_xdsl.tune.bucket import Bucket, bucket_of, bucket_range, token_count
+from vllm_xdsl.tune.tuner import (
+    BucketResult,
+    Candidate,
+    candidates_of,
+    max_tokens,
+    tune,
+    tuning_now,
+)
+
+
+@dataclass
+class AutoChoice:
+    """The tuned winners of one op call over token buckets (lowering) or one bucket."""
+
+    op: str
+    bucket: Bucket  # tokens = the first bucket
+    results: list[BucketResult]
+    candidates: list[Candidate]
+    rejected: list[tuple[str, str]]  # ineligible before tuning (unavailable, rejects args)
+
+    @property
+    def winners(self) -> list[str]:
+        return [r.winner for r in self.results]
+
+    @property
+    def tokens(self) -> list[int]:
+        return [r.bucket.tokens for r in self.results]
+
+    def notes(self) -> list[str]:
+        """Report lines: per bucket each candidate's time and the winner."""
+        lines = []
+        for r in self.results:
+            times = ", ".join(f"{p} {us:.1f} us" for p, us in sorted(r.times.items(),
+                                                                     key=lambda kv: kv[1]))
+            extra = "".join(f"; {p} excluded (wrong): {why}" for p, why in r.excluded.items())
+            extra += "".join(f"; {p} not measured: {why}" for p, why in r.pruned.items())
+            how = {"cache": " (cached)", "budget": " (budget exhausted: previous winner)"}
+            lines.append(f"auto T<={r.bucket.tokens}: {r.winner}{how.get(r.source, '')}"
+                         f"{' [' + times + ']' if times else ''}{extra}")
+        return lines
+
+
+def _check_device(op: str, target: str) -> None:
+    if target == "cpu":
+        return
+    hip = torch.version.hip is not None
+    if not torch.cuda.is_available() or hip != (target == "rocm"):
+        raise DispatchError(
+            f"{op}: priority 'auto' measures on the device, and there is no {target} device "
+            "here (tune on the target machine, or name the providers)"
+        )
+
+
+def eligible(
+    op: Any, meta: Mapping[str, Any], choices: Sequence[Choice], source: str, target: str
+) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """The candidates auto measures, and the providers left out with the reason."""
+    forced = [str(c) for c in choices if c.forced]
+    if forced:
+        raise DispatchError(f"{op.name}: priority 'auto' cannot be combined with forced "
+                            f"{', '.join(forced)} ({source})")
+    registry.ensure_loaded()
+    named = [c.provider for c in choices if c.provider not in (AUTO, "native")]
+    for p in named:
+        if not registry.is_known_provider(p):
+            raise DispatchError(f"{op.name}: unknown provider {p!r} in priority ({source})")
+    pool = named or list(op._impls)
+    impls, rejected = [], []
+    for p in pool:
+        impl = op._impls.get(p)
+        why = (f"no {p} implementation of {op.name}" if impl is None
+               else impl.unavailable(target) or impl.rejects(meta))
+        if why is None:
+            impls.append(impl)
+        else:
+            rejected.append((p, why))
+    return candidates_of([*impls, op.native_impl]), rejected
+
+
+def tune_call(
+    op: Any, meta: Mapping[str, Any], choices: Sequence[Choice], source: str, target: str,
+    tokens: int | None = None,
+) -> AutoChoice:
+    """Tune the call's bucket (known token count) or every bucket up to the max."""
+    cands, rejected = eligible(op, meta, choices, source, target)
+    known = token_count(meta) if tokens is None else tokens
+    bounds = bucket_range(max_tokens()) if known is None else [bucket_of(op.name, meta, target,
+                                                                         known).tokens]
+    bucket = bucket_of(op.name, meta, target, bounds[0])
+    if len(cands) == 1:  # native only: nothing to measure
+        results = [BucketResult(bucket.with_tokens(t), "native", source="single")
+                   for t in bounds]
+        return AutoChoice(op.name, bucket, results, cands, rejected)
+    _check_device(op.name, target)
+    return AutoChoice(op.name, bucket, tune(op, meta, bucket, bounds, cands), cands, rejected)
+
+
+def auto_decision(
+    op: Any, meta: Mapping[str, Any], choices: Sequence[Choice], source: str, target: str
+) -> Decision:
+    """The eager (known token count) decision under a priority list holding `auto`."""
+    if tuning_now():  # an impl being measured dispatches an op itself: do not recurse
+        return Decision(op.name, "native", op.native_impl, [(AUTO, "nested call while tuning")])
+    if token_count(meta) is None:
+        raise DispatchError(f"{op.name}: priority 'auto' needs the token count ({source}); "
+                            "lower-dispatch emits a runtime selection over token buckets")
+    choice = tune_call(op, meta, choices, source, target)
+    r = choice.results[0]
+    winner = next(c.impl for c in choice.candidates if c.provider == r.winner)
+    rejected = list(choice.rejected)
+    rejected += [(p, f"wrong result: {why}") for p, why in r.excluded.items()]
+    rejected += [(p, f"slower: {us:.1f} us vs {r.times[r.winner]:.1f} us at T<={r.bucket.tokens}")
+                 for p, us in r.times.items() if p != r.winner]
+    rejected += [(p, f"not measured: {why}") for p, why in r.pruned.items()]
+    return Decision(op.name, r.winner, winner, rejected)
