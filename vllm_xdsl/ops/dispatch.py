@@ -68,15 +68,16 @@ def select(
     """Choose the impl of `op` for these arguments under the policy (see policy.py).
 
     `args_meta`: the op's arguments by name (or positionally), tensors as TensorMeta.
-    Raises DispatchError for an unknown provider, `auto`, or a forced impl that cannot run.
+    Raises DispatchError for an unknown provider or a forced impl that cannot run. A list
+    holding `auto` is decided by measuring the candidates (vllm_xdsl.tune.auto).
     """
     op = _op(op)
     meta = meta_args(op, args_meta)
     choices, source = resolve(op.name, priority, target)
     if any(c.provider == AUTO for c in choices):
-        raise DispatchError(
-            f"{op.name}: priority 'auto' (autotuning) is not implemented yet ({source})"
-        )
+        from vllm_xdsl.tune.auto import auto_decision  # autotuning (vllm_xdsl/tune)
+
+        return auto_decision(op, meta, choices, source, target)
     if any(c.provider != "native" for c in choices):
         registry.ensure_loaded()
     rejected: list[tuple[str, str]] = []
