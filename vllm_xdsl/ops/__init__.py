@@ -4,8 +4,18 @@
     from vllm_xdsl import ops
     out = ops.rms_norm(x, weight, 1e-6)          # dispatched (eager) / one node (compiled)
     ops.rms_norm.native                          # the contract
-    @ops.rms_norm.register_impl("triton", supports_args=...)
+    ops.rms_norm.maybe_inplace(...)              # caller donates inputs to in-place impls
+    ops.rms_norm.explain(x, weight, 1e-6)        # the eager Decision, nothing run
+
+    @ops.rms_norm.register_impl("triton", supported=..., supports_args=..., inplace=False)
     def rms_norm(x, weight, epsilon, variance_size=None): ...
+
+    ops.set_priority("rms_norm=triton,native")   # or: with ops.priority("..."): ...
+    ops.select("rms_norm", {"x": TensorMeta(...), ...}, priority=None, target="cuda")
+
+Modules: natives/fused (contracts), op (SemanticOp), impl (Impl, TensorMeta), registry
+(providers, entry points), policy (priority strings), dispatch (select, DispatchReport),
+eager (cached eager dispatch), tolerance (OPS.md tolerances), grid (OPS.md test grid).
 """
 
 from vllm_xdsl.ops import fused as _fused
