@@ -1,0 +1,117 @@
+"""Autotuned dispatch (`auto` priority) with real out-of-tree providers, measured on the CPU.
+
+The providers of test/fixtures/tune_providers (tune_fast: leaner exact rms_norm, about
+2-3x faster than native at 64x4096 f32; tune_slow: native plus twice the work again;
+tune_wrong: fast but wrong) are pip-installed into a temporary --target directory and used
+from subprocesses (entry points; registrations cannot leak into other tests). Subprocesses
+run with one intra-op thread: on a loaded 2-core machine a second torch thread makes every
+timing a scheduling artifact. Each subprocess gets its own cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tune_providers"
+
+EAGER = r"""
+import json, sys, warnings
+import torch
+from vllm_xdsl import ops, tune
+from vllm_xdsl.ops.tolerance import contract_error
+x, w = torch.randn(48, 4096), torch.randn(4096)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ops.set_priority("rms_norm=auto")
+    d = ops.rms_norm.explain(x, w, 1e-6)
+    out = ops.rms_norm(x, w, 1e-6)
+    d33 = ops.rms_norm.explain(x[:33], w, 1e-6)  # same bucket (T<=64): no new measuring
+import vllm_xdsl_tune_demo as demo
+print(json.dumps({
+    "winner": d.provider, "rejected": d.rejected, "winner33": d33.provider,
+    "error": contract_error(out, ops.rms_norm.native(x, w, 1e-6), kind="norm"),
+    "measured": tune.STATS.measured, "cached": tune.STATS.cached,
+    "calls": demo.CALLS, "warnings": [str(c.message) for c in caught
+                                     if "autotune cache" in str(c.message)],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("tune_site")
+    src = tmp / "src"
+    shutil.copytree(FIXTURE, src)  # build outside the repo tree
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(tmp / "site"), str(src)],
+        check=True, capture_output=True, timeout=300,
+    )
+    return tmp / "site"
+
+
+def run(site: Path, cache: Path, script: str, *args: str) -> dict:
+    env = {**os.environ, "VLLM_XDSL_CACHE_DIR": str(cache), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    env.pop("VLLM_XDSL_PRIORITY", None)
+    proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cache_entries(cache: Path) -> dict:
+    data = json.loads((cache / "autotune.json").read_text())
+    return data["environments"]["cpu"]["entries"]
+
+
+def test_eager_auto_picks_fastest_correct_and_cache_is_reused(site, tmp_path):
+    cache = tmp_path / "cache"
+    first = run(site, cache, EAGER)
+    assert first["winner"] == "tune_fast", first["rejected"]
+    assert first["winner33"] == "tune_fast" and first["error"] is None
+    rejected = dict(first["rejected"])
+    assert rejected["tune_wrong"].startswith("wrong result: T=64: out: ")
+    assert rejected["native"].startswith("slower: ") and rejected["tune_slow"].startswith("slower: ")
+    # Three candidates timed (wrong is excluded before timing); the second call of the same
+    # bucket reused the table.
+    assert first["measured"] == 3 and first["cached"] >= 1
+    assert first["calls"]["tune_fast"] >= 6  # correctness x2, warm-up, timing, and the call
+    [entry] = cache_entries(cache).values()
+    times = entry["times_us"]
+    assert entry["winner"] == "tune_fast" and set(entry["excluded"]) == {"tune_wrong"}
+    assert times["tune_fast"] < times["native"] < times["tune_slow"]
+    assert set(entry["hashes"]) == {"tune_fast", "tune_slow", "tune_wrong", "native"}
+
+    # A new process: nothing measured, the cached winner used.
+    second = run(site, cache, EAGER)
+    assert second["winner"] == "tune_fast" and second["measured"] == 0
+    assert second["calls"]["tune_wrong"] == 0 and second["calls"]["tune_slow"] == 0
+    assert second["warnings"] == []
+
+
+    # A stale file (measured with another torch), then a corrupt one (a truncated write):
+    # each ignored with one warning, measured again and rewritten for this environment.
+    path = cache / "autotune.json"
+    for damage in ("stale", "corrupt"):
+        if damage == "stale":
+            data = json.loads(path.read_text())
+            data["environments"]["cpu"]["env"]["torch"] = "0.0.1"
+            path.write_text(json.dumps(data))
+        else:
+            path.write_text('{"format": 1, "environments": {"cpu": ')
+        r = run(site, cache, EAGER)
+        assert len(r["warnings"]) == 1 and f"is {damage}" in r["warnings"][0], r["warnings"]
+        assert "ignored, it will be rewritten" in r["warnings"][0]
+        assert r["winner"] == "tune_fast" and r["measured"] == 3
+        [entry] = cache_entries(cache).values()
+        assert entry["winner"] == "tune_fast"
+    third = run(site, cache, EAGER)  # the rewritten file is valid and reused
+    assert third["measured"] == 0 and third["warnings"] == []
