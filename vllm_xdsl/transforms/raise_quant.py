@@ -157,7 +157,7 @@ class RaiseFp8Quant(RewritePattern):
         if m.dtype(x) not in m.ACTIVATION_DTYPES:
             return
         exact = bits >= m.MANTISSA_BITS[F32]
-        if m.shape(s) == (1,):  # static: the contract multiplies by the reciprocal
+        if m.shape(s) == (1,) and m.dtype(s) in m.MANTISSA_BITS:  # static: reciprocal multiply
             if self.exact and not (exact and reciprocal):
                 return
             rewriter.replace(op, StaticScaledFp8QuantOp(operands=[x, s], result_types=[q.type]))
