@@ -291,3 +291,38 @@ def test_bad_arguments_raise_one_line_errors():
         with pytest.raises(ValueError, match=match) as info:
             call()
         assert "\n" not in str(info.value)
+
+
+# --- column tiles (kernels without a row reduction split wide rows) ----------------------
+
+
+def test_column_tiles_small(monkeypatch):
+    from vllm_xdsl.backends.triton import spec as spec_module
+
+    monkeypatch.setattr(spec_module, "MAX_TILE", 16)  # 64-wide rows: 4 tiles per row
+    assert L._spec("silu_and_mul", torch.empty(0, dtype=torch.bfloat16), 64).block_size == 16
+    x = randn(7, 128, dtype=torch.bfloat16, seed=31, scale=3.0)
+    h = x[:, :64]  # row stride 128
+    scale = torch.tensor([0.03], device=DEVICE)
+    check(F.silu_and_mul(x), ops.silu_and_mul.native(x), ("value",))
+    check(F.static_scaled_fp8_quant(h, scale, E4M3UZ),
+          ops.static_scaled_fp8_quant.native(h, scale, E4M3UZ), ("value",))
+    check(F.static_scaled_int8_quant(h, scale), ops.static_scaled_int8_quant.native(h, scale),
+          ("value",))
+    for g in (8, 32):  # a group inside a tile, and a group wider than MAX_TILE
+        check(F.per_token_group_fp8_quant(h, g, True, True),
+              ops.per_token_group_fp8_quant.native(h, g, True, True), ("value", "scales"))
+        args = (None, None, E4M3, False, "group", g)
+        check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
+              ("value", "scales"))
+    args = (scale, None, torch.int8, True, "tensor")
+    check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
+          ("value", "scales"))
+
+
+def test_column_tiles_wide_mlp():
+    x = randn(2, 2 * 5120, dtype=torch.bfloat16, seed=32)  # 5120 > MAX_TILE: 2 tiles
+    args = (None, None, E4M3, False, "group", 128)
+    check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
+          ("value", "scales"))
+    check(F.silu_and_mul(x), ops.silu_and_mul.native(x), ("value",))

@@ -136,7 +136,7 @@ def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[s
 
 
 def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused: bool,
-                   n: str) -> None:
+                   n: str, tiled: bool = False) -> None:
     """Quantize `y` (f32, values exact in the activation dtype) and store q.
 
     `y` is [BLOCK], or [BLOCK // group_size, group_size] for per-group schemes.
@@ -150,7 +150,8 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
         if scheme.static:
             k.add("scale = tl.load(scale_ptr).to(tl.float32)")
             if fused:  # the fused op returns the static scale as f32 [1]
-                k.add("if row == 0:", "    tl.store(scales_ptr, scale)")
+                first = "(row == 0) & (tile == 0)" if tiled else "row == 0"
+                k.add(f"if {first}:", "    tl.store(scales_ptr, scale)")
         else:  # dynamic per tensor: the global absmax came from the absmax kernel
             k.add(f"scale = tl.maximum(tl.div_rn(tl.load(amax_ptr), {qmax}), "
                   f"{flt(1.0 / (scheme.qmax * 512))})",
@@ -177,7 +178,8 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
               f"{qmax})")
         if scheme.use_ue8m0:
             k.add("scale = _pow2_ceil(scale)")
-        k.add(f"groups = tl.arange(0, BLOCK // {g})",
+        base = f"tile * (BLOCK // {g}) + " if tiled else ""
+        k.add(f"groups = {base}tl.arange(0, BLOCK // {g})",
               "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
               f"scale, mask=groups < {n} // {g})",
               "q = tl.div_rn(y, scale[:, None])")

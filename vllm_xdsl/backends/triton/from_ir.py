@@ -16,8 +16,9 @@ from vllm_xdsl.backends.triton.spec import (
     QUANT_OPS,
     SILU_OPS,
     KernelSpec,
+    default_block_size,
     default_num_warps,
-    next_pow2,
+    tileable,
 )
 from vllm_xdsl.dialects.types import static_shape, torch_dtype
 
@@ -41,10 +42,10 @@ def spec_of_op(op: Operation) -> KernelSpec:
     scheme = None
     if name in QUANT_OPS or name.endswith("_quant"):
         scheme = op.quant_scheme()  # type: ignore[attr-defined]
-    block = _int_prop(op, "block_size") or next_pow2(width)
-    if block < width:
+    block = _int_prop(op, "block_size") or default_block_size(name, scheme, width)
+    if block < width and not tileable(name, scheme):
         raise ValueError(f"{op.name}: block_size {block} is smaller than a row ({width} columns);"
-                         " the kernels cover a row with one block")
+                         " this kernel reduces over the row in one block")
     norm = hasattr(op, "epsilon_value")
     return KernelSpec(
         op=name,

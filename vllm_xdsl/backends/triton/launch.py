@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
-from vllm_xdsl.backends.triton.spec import KernelSpec, default_num_warps, next_pow2
+from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.scheme import FP8_DTYPES, QuantScheme
 
@@ -39,8 +39,8 @@ def _kernel_view(t: Tensor) -> Tensor:
 def _spec(op: str, x: Tensor, width: int, weight_dtype: torch.dtype | None = None,
           epsilon: float | None = None, variance_size: int | None = None,
           scheme: QuantScheme | None = None, has_scale_ub: bool = False) -> KernelSpec:
-    return _cached_spec(op, x.dtype, next_pow2(width), weight_dtype, epsilon, variance_size,
-                        scheme, has_scale_ub)
+    return _cached_spec(op, x.dtype, default_block_size(op, scheme, width), weight_dtype,
+                        epsilon, variance_size, scheme, has_scale_ub)
 
 
 @lru_cache(maxsize=4096)
@@ -53,14 +53,17 @@ def _cached_spec(op: str, dtype: torch.dtype, block: int, weight_dtype: torch.dt
 
 
 def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
-    """Run the spec's kernels over `tokens` rows (the absmax kernel, if any, gets `prologue`)."""
+    """Run the spec's kernels over `tokens` rows (the last argument is the row width; the
+    absmax kernel, if any, gets `prologue`). Tiled kernels get one program per column tile."""
     if tokens == 0:
         return
     kernels = get_kernels(spec)
     meta = {"BLOCK": spec.block_size, "num_warps": spec.num_warps}
     for kernel in kernels[:-1]:
         kernel[(tokens,)](*prologue, **meta)
-    kernels[-1][(tokens,)](*args, **meta)
+    width = args[-1]
+    grid = (tokens, -(-width // spec.block_size)) if spec.tiled else (tokens,)
+    kernels[-1][grid](*args, **meta)
 
 
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:

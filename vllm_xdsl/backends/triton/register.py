@@ -15,7 +15,8 @@ from vllm_xdsl.backends.triton.spec import ACT_DTYPES
 from vllm_xdsl.ops.impl import TensorMeta
 
 PROVIDER = "triton"
-# Rows wider than this would need a looped kernel (one BLOCK covers a whole row).
+# Rows wider than this would need a looped kernel where one BLOCK covers a whole row (the
+# kernels that reduce over rows); tiled kernels take any width.
 MAX_ROW = 65536
 _GPU_DEVICES = ("cuda", "rocm")
 _registered = False
@@ -51,12 +52,20 @@ def _device_problem(metas: list[TensorMeta]) -> str | None:
     return f"tensors on {device!r}; Triton runs on cuda/rocm (or the CPU interpreter)"
 
 
-def _row_problem(m: TensorMeta, what: str, width_of: int = 1) -> str | None:
+def _tiled(op: str, args: dict[str, Any]) -> bool:
+    """Whether the op's kernel splits rows into column tiles (spec.tileable)."""
+    if op in ("silu_and_mul", "static_scaled_fp8_quant", "static_scaled_int8_quant",
+              "per_token_group_fp8_quant"):
+        return True
+    return op == "silu_and_mul_quant" and (args["static"] or args["granularity"] == "group")
+
+
+def _row_problem(m: TensorMeta, what: str, width_of: int = 1, tiled: bool = False) -> str | None:
     if m.dtype not in ACT_DTYPES:
         return f"{what} dtype {m.dtype} is not f16, bf16 or f32"
     if m.ndim == 0 or m.shape[-1] is None:
         return f"{what} needs a static last dimension"
-    if m.shape[-1] // width_of > MAX_ROW:
+    if not tiled and m.shape[-1] // width_of > MAX_ROW:
         return f"rows of {m.shape[-1] // width_of} columns exceed the one-block limit {MAX_ROW}"
     return None
 
@@ -72,7 +81,8 @@ def supports_args(op: str, **args: Any) -> bool | str:
     metas = [v for v in args.values() if isinstance(v, TensorMeta)]
     problem = _device_problem(metas)
     x = args["x"]
-    problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1)
+    problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1,
+                                      _tiled(op, args))
     w = args.get("weight")
     if problem is None and w is not None:
         if w.dtype not in ACT_DTYPES:

@@ -12,7 +12,8 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | `variance_size` | columns in the variance, None = all of H   | `variance_size` property           |
 | `scheme`        | QuantScheme of the quant (epilogue), or None| `#vllm.quant<...>` + result type  |
 | `has_scale_ub`  | dynamic per-token fp8 with a scale_ub input| presence of the `scale_ub` operand |
-| `block_size`    | BLOCK: columns one program covers          | backend choice                     |
+| `block_size`    | BLOCK: columns one program covers (the row,| `block_size` property              |
+|                 | or a column tile when `tiled`)             |                                    |
 | `num_warps`     | warps per program                          | backend choice                     |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
@@ -62,6 +63,29 @@ def default_num_warps(block_size: int) -> int:
     return 4
 
 
+# Column tile of kernels without a full-row reduction (see `tileable`): wide rows (a big
+# MLP intermediate) are split over several programs instead of one huge block.
+MAX_TILE = 4096
+
+
+def tileable(op: str, scheme: QuantScheme | None) -> bool:
+    """Whether the op's kernel needs no reduction over a whole row, so that a row can be
+    split into column tiles: silu_and_mul and the unfused quants, unquantized or with a
+    static or per-group scheme (per-token and per-tensor scales need the whole row)."""
+    if op not in SILU_OPS and op not in QUANT_OPS:
+        return False
+    return scheme is None or scheme.static or scheme.granularity == "group"
+
+
+def default_block_size(op: str, scheme: QuantScheme | None, width: int) -> int:
+    """BLOCK for rows of `width` columns: the whole row, or a column tile if tileable."""
+    block = next_pow2(width)
+    if not tileable(op, scheme):
+        return block
+    group = scheme.group_size if scheme is not None and scheme.granularity == "group" else 1
+    return min(block, max(MAX_TILE, next_pow2(group)))
+
+
 def template_of(op: str) -> str:
     """The template family of an op: "norm", "quant" or "silu"."""
     if op in NORM_OPS:
@@ -99,6 +123,11 @@ class KernelSpec:
     @property
     def has_weight(self) -> bool:
         return self.weight_dtype is not None
+
+    @property
+    def tiled(self) -> bool:
+        """Grid (tokens, column tiles): a program covers BLOCK columns of a row."""
+        return tileable(self.op, self.scheme)
 
     @property
     def has_residual(self) -> bool:

@@ -27,14 +27,19 @@ _PROLOGUE = (
 
 
 def _prologue(spec: KernelSpec) -> tuple[str, ...]:
-    """Program setup; per-group quant tiles the row as [groups, group_size] instead, so
-    group reductions are plain axis-1 reductions (no reshape, no layout shuffle)."""
+    """Program setup. Tiled kernels add the column tile's offset (grid axis 1). Per-group
+    quant tiles the row as [groups, group_size] instead, so group reductions are plain
+    axis-1 reductions (no reshape, no layout shuffle)."""
     s = spec.scheme
+    base = "tile * BLOCK + " if spec.tiled else ""
+    lines = [_PROLOGUE[0]]
+    if spec.tiled:
+        lines.append("tile = tl.program_id(1)  # this program's BLOCK columns of the row")
     if s is None or s.granularity != "group":
-        return _PROLOGUE
+        return (*lines, f"cols = {base}tl.arange(0, BLOCK)")
     g = s.group_size
-    return (_PROLOGUE[0], f"# the row as a [BLOCK // {g}, {g}] tile: one tile row per quant group",
-            f"cols = tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]")
+    return (*lines, f"# the columns as a [BLOCK // {g}, {g}] tile: one tile row per quant group",
+            f"cols = {base}tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]")
 
 
 def _row_axis(spec: KernelSpec) -> str:
@@ -98,7 +103,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.scheme is None:
         k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
     else:
-        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="H")
+        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled)
     return [k]
 
 
@@ -117,7 +122,7 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
     k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
     k.params += ["N", "BLOCK: tl.constexpr"]
     k.add(*_prologue(spec), "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
-    quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=False, n="N")
+    quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=False, n="N", tiled=spec.tiled)
     kernels.append(k)
     return kernels
 
@@ -138,7 +143,7 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.scheme is None:
         k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
     else:
-        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="D")
+        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled)
     return [k]
 
 
