@@ -126,6 +126,9 @@ class Exporter:
         if eps_value is not None:
             epsilon = self.node(eps_value)
         args = native_arguments(op, self.node, epsilon)
+        extra = getattr(op, "torch_extra_args", None)  # e.g. auto.*: its bucket table
+        if extra is not None:
+            args.update(extra())
         indices = result_indices(op)
         if runtime_tensor and provider_of(op) == "vllm":
             outs = inline_native(self.graph, op.SEMANTIC_NAME, args, self.fake)
