@@ -183,7 +183,7 @@ def tune(
 
 def _drop_losers(result: BucketResult, dropped: dict[str, str]) -> None:
     for p, why in result.excluded.items():
-        dropped.setdefault(p, f"wrong at T<={result.bucket.tokens}: {why}")
+        dropped.setdefault(p, f"wrong result at T<={result.bucket.tokens}")
     for p, why in result.pruned.items():
         dropped.setdefault(p, why)
     if result.times:

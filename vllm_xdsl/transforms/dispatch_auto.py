@@ -1,0 +1,90 @@
+"""lower-dispatch with `auto` in an op's priority list: tune, then lower to the winners.
+
+The candidates are measured on this machine per token bucket (vllm_xdsl.tune) up to
+VLLM_XDSL_TUNE_MAX_TOKENS, or up to the static token count when the type knows it.
+- One winner for every bucket: the op is lowered as if that provider had been named (its
+  dialect op, or the native decomposition Inductor can fuse); no selection at run time.
+- Different winners (or a winner without an IR dialect, e.g. out of tree): one
+  `auto.<op>` with the table `tokens`/`winners`; at run time it calls the winner of the
+  bucket holding the token count (vllm_xdsl/dialects/auto.py, vllm_xdsl/tune/runtime.py).
+The dispatch report lists, per bucket, each candidate's time, the winner, and the
+candidates excluded for wrong results or not measured.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, i64
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter
+
+from vllm_xdsl.ops import ALL_OPS, Decision, DispatchReport, parse_priority
+from vllm_xdsl.ops.policy import AUTO, Priority, resolve
+from vllm_xdsl.tune.auto import AutoChoice, tune_call
+from vllm_xdsl.tune.bucket import token_count
+
+if TYPE_CHECKING:
+    from vllm_xdsl.transforms.lower_dispatch import LowerSemanticOp
+
+
+def wants_auto(semantic: str, priority: Priority | None, target: str) -> bool:
+    """Whether the op's priority list (same sources as any dispatch) holds `auto`."""
+    choices, _ = resolve(semantic, priority, target)
+    return any(c.provider == AUTO for c in choices)
+
+
+def _decision(choice: AutoChoice, provider: str) -> Decision:
+    impls = {c.provider: c.impl for c in choice.candidates}
+    wins = set(choice.winners)
+    rejected = list(choice.rejected)
+    rejected += [(c.provider, "slower in every bucket") for c in choice.candidates
+                 if c.provider not in wins and not any(c.provider in r.excluded
+                                                       for r in choice.results)]
+    rejected += [(p, f"wrong result: {why}") for r in choice.results[:1]
+                 for p, why in r.excluded.items()]
+    return Decision(choice.op, provider, impls[choice.winners[-1]], rejected)
+
+
+def rewrite(
+    pattern: LowerSemanticOp, op: Operation, meta: dict[str, Any], rewriter: PatternRewriter,
+    node: str,
+) -> None:
+    """Tune `op` and replace it (see the module doc); report under `node`."""
+    from vllm_xdsl.transforms.lower_dispatch import LowerSemanticOp, provider_op_class
+
+    semantic = op.name.split(".", 1)[1]
+    choices, source = resolve(semantic, pattern.priority, pattern.target)
+    choice = tune_call(ALL_OPS[semantic], meta, choices, source, pattern.target,
+                       tokens=token_count(meta))
+    winners = choice.winners
+    single = winners[0] if len(set(winners)) == 1 else None
+    if single is not None and (single == "native" or provider_op_class(single, semantic)):
+        inner = DispatchReport()
+        forced = parse_priority(f"{semantic}={single}!")
+        LowerSemanticOp(pattern.target, forced, inner).match_and_rewrite(op, rewriter)
+        [entry] = inner.entries
+        span = f"T<={choice.tokens[0]}" + (f"..{choice.tokens[-1]}" if len(winners) > 1 else "")
+        notes = (f"auto: {single} wins every bucket ({span}): no runtime selection",
+                 *entry.notes, *choice.notes())
+        pattern.report.add(node, _decision(choice, single), notes)
+        return
+    cls = _auto_class(semantic)
+    new = cls.create(
+        operands=list(op.operands),
+        result_types=[r.type for r in op.results],
+        properties={**op.properties,
+                    "tokens": DenseArrayBase.from_list(i64, choice.tokens),
+                    "winners": ArrayAttr([StringAttr(w) for w in winners])},
+        attributes=dict(op.attributes),
+    )
+    rewriter.replace(op, [new])
+    pattern.report.add(node, _decision(choice, AUTO),
+                       (f"auto: runtime selection over {len(winners)} token bucket(s)",
+                        *choice.notes()))
+
+
+def _auto_class(semantic: str) -> type[Operation]:
+    from vllm_xdsl.dialects.auto import OPS_BY_NAME
+
+    return OPS_BY_NAME[semantic]
