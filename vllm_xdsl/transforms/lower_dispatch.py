@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
 from vllm_xdsl.ops.policy import Priority, resolve
+from vllm_xdsl.transforms import dispatch_auto
 from vllm_xdsl.transforms.dispatch_args import meta_args
 from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
 from vllm_xdsl.transforms.dispatch_inplace import clone, not_overwritable
@@ -113,6 +114,9 @@ class LowerSemanticOp(RewritePattern):
         node = _node_name(op)
         meta = meta_args(op, TARGET_DEVICE[self.target])
         try:
+            if dispatch_auto.wants_auto(semantic, self.priority, self.target):
+                dispatch_auto.rewrite(self, op, meta, rewriter, node)  # autotuning
+                return
             decision = _select(semantic, meta, self.priority, self.target)
         except DispatchError as e:
             raise DispatchError(f"{node}: {e}") from None
