@@ -89,3 +89,19 @@ def test_specs_are_hashable_cache_keys():
 def test_invalid_specs_are_rejected_with_a_reason(kwargs, match):
     with pytest.raises(ValueError, match=match):
         KernelSpec(**kwargs)
+
+
+def test_without_triton_registration_works_and_says_why(monkeypatch):
+    import sys
+
+    from vllm_xdsl.backends.triton import compile as C
+    from vllm_xdsl.backends.triton import register as R
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # `import triton` now fails
+    assert "triton is not importable" in R.available("cuda")
+    spec = KernelSpec("silu_and_mul", torch.float16, block_size=8)
+    assert "def silu_and_mul_kernel(" in emit_source(spec)  # emission needs no Triton
+    C.get_module.cache_clear()
+    C.get_kernels.cache_clear()
+    with pytest.raises(C.TritonUnavailableError, match="not importable"):
+        C.get_kernel(spec)
