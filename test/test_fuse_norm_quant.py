@@ -38,7 +38,8 @@ def test_filecheck_cases_compute_the_same() -> None:
     natives are the compositions; only f32 adds are raised, where raising is exact)."""
     text = FILECHECK.read_text()
     before, after = funcs(parse(text)), funcs(fuse(text))
-    constants = {"scale": torch.tensor([0.03]), "scale2": torch.tensor([0.02])}
+    constants = {"scale": torch.tensor([0.03]), "scale2": torch.tensor([0.02]),
+                 "norm.weight": torch.rand(256) + 0.5}
     for name, fn in before.items():
         args = random_args(fn, dynamic=5)
         expected, actual = run(fn, args, constants), run(after[name], args, constants)

@@ -292,3 +292,22 @@ func.func @not_residual_add(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %b: 
   %y1 = vllm.rms_norm %a1 {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
   func.return %y, %y1 : tensor<?x256xbf16>, tensor<?x256xbf16>
 }
+
+// An f32 add is not raised into a norm with variance_size (fused_add_rms_norm has none), nor
+// when a user of the sum precedes the norm and the weight is only defined after the add.
+// CHECK-LABEL: func.func @not_raised_f32
+func.func @not_raised_f32(%x: tensor<?x256xf32>, %r: tensor<?x256xf32>) -> (tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>) {
+  // CHECK-NEXT: %a = torch.call "aten::add.Tensor"
+  // CHECK-NEXT: %y = vllm.rms_norm %a {epsilon = 1.000000e-05 : f64, variance_size = 128 : i64}
+  // CHECK-NEXT: %a1 = torch.call "aten::add.Tensor"
+  // CHECK-NEXT: %n = torch.call "aten::neg.default"(%a1)
+  // CHECK-NEXT: %w = torch.get_attr "norm.weight" : tensor<256xf32>
+  // CHECK-NEXT: %y1 = vllm.rms_norm %a1 weight(%w : tensor<256xf32>)
+  %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = vllm.rms_norm %a {epsilon = 1.0e-05 : f64, variance_size = 128 : i64} : tensor<?x256xf32> -> tensor<?x256xf32>
+  %a1 = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  %n = torch.call "aten::neg.default"(%a1) [#torch.operand<0>] : (tensor<?x256xf32>) -> tensor<?x256xf32>
+  %w = torch.get_attr "norm.weight" : tensor<256xf32>
+  %y1 = vllm.rms_norm %a1 weight(%w : tensor<256xf32>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf32> -> tensor<?x256xf32>
+  func.return %y, %y1, %n : tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>
+}
