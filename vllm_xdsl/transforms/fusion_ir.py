@@ -72,7 +72,7 @@ def reapply_view(view: CallOp, value: SSAValue) -> CallOp:
 def is_unit_add(op: Operation) -> bool:
     """`aten::add.Tensor(a, b)` with alpha 1 or absent, a, b and the sum of one tensor type
     (no broadcasting, no type promotion)."""
-    if not isinstance(op, CallOp) or op.target.data not in ("aten::add.Tensor", "aten::add"):
+    if not isinstance(op, CallOp) or op.target.data != "aten::add.Tensor":
         return False
     if len(op.inputs) != 2 or len(op.outputs) != 1:
         return False
