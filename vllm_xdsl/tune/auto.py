@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from vllm_xdsl.ops import registry
 from vllm_xdsl.ops.dispatch import Decision
 from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError
@@ -60,17 +58,6 @@ class AutoChoice:
         return lines
 
 
-def _check_device(op: str, target: str) -> None:
-    if target == "cpu":
-        return
-    hip = torch.version.hip is not None
-    if not torch.cuda.is_available() or hip != (target == "rocm"):
-        raise DispatchError(
-            f"{op}: priority 'auto' measures on the device, and there is no {target} device "
-            "here (tune on the target machine, or name the providers)"
-        )
-
-
 def eligible(
     op: Any, meta: Mapping[str, Any], choices: Sequence[Choice], source: str, target: str
 ) -> tuple[list[Candidate], list[tuple[str, str]]]:
@@ -111,7 +98,6 @@ def tune_call(
         results = [BucketResult(bucket.with_tokens(t), "native", source="single")
                    for t in bounds]
         return AutoChoice(op.name, bucket, results, cands, rejected)
-    _check_device(op.name, target)
     return AutoChoice(op.name, bucket, tune(op, meta, bucket, bounds, cands), cands, rejected)
 
 

@@ -151,8 +151,8 @@ def load(target: str) -> dict[str, Any]:
     if why is not None:
         warn_once(path, why)
         return {}
-    if data is None:
-        return {}
+    if data is None or not has_device(target):
+        return {}  # no device: this environment cannot be known (VLLM_XDSL_TUNE_TABLE can)
     env = environment(target)
     section = data["environments"].get(target)
     if section is None:
@@ -163,6 +163,19 @@ def load(target: str) -> dict[str, Any]:
         warn_once(path, f"is stale for target {target} (changed: {', '.join(changed)})")
         return {}
     return dict(section["entries"])
+
+
+def has_device(target: str) -> bool:
+    return target == "cpu" or torch.cuda.is_available()
+
+
+def read_section(target: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(environment, entries) stored for `target`, as they are (for display)."""
+    data, why = _read(cache_path())
+    if why is not None:
+        warn_once(cache_path(), why)
+    section = (data or {"environments": {}})["environments"].get(target)
+    return (None, {}) if section is None else (section["env"], dict(section["entries"]))
 
 
 @contextlib.contextmanager

@@ -14,23 +14,27 @@ the previous bucket's winner (reported, not cached). Results are cached (cache.p
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from vllm_xdsl.ops.impl import Impl
+from vllm_xdsl.ops.policy import DispatchError
 from vllm_xdsl.tune import cache
 from vllm_xdsl.tune.bucket import Bucket, device_of, synth_args
 from vllm_xdsl.tune.measure import measure
 
 logger = logging.getLogger("vllm_xdsl.tune")
 
+TABLE_ENV = "VLLM_XDSL_TUNE_TABLE"  # a given table (JSON), used before the cache
 BUDGET_ENV = "VLLM_XDSL_TUNE_BUDGET"  # seconds per tuning call (all buckets of one op)
 MAX_TOKENS_ENV = "VLLM_XDSL_TUNE_MAX_TOKENS"  # largest bucket the lowering tunes
 DEFAULT_BUDGET_S = 60.0
@@ -95,8 +99,9 @@ class BucketResult:
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> BucketResult:
         b = Bucket(d["op"], d["target"], int(d["tokens"]), d["shape"])
-        return BucketResult(b, str(d["winner"]), dict(d["times_us"]), dict(d["excluded"]),
-                            dict(d["pruned"]), dict(d["hashes"]), float(d["seconds"]),
+        return BucketResult(b, str(d["winner"]), dict(d.get("times_us", {})),
+                            dict(d.get("excluded", {})), dict(d.get("pruned", {})),
+                            dict(d.get("hashes", {})), float(d.get("seconds", 0.0)),
                             str(d.get("method", "")), "cache")
 
 
@@ -108,6 +113,7 @@ class Table:
     def __init__(self, target: str) -> None:
         self.target = target
         self.entries: dict[str, Any] = cache.load(target)
+        self.replay: dict[str, Any] = _replay(target)
 
     @classmethod
     def of(cls, target: str) -> Table:
@@ -122,6 +128,11 @@ class Table:
 
     def lookup(self, bucket: Bucket, candidates: Sequence[Candidate]) -> BucketResult | None:
         """The cached result, if it measured exactly these candidates at these sources."""
+        given = self.replay.get(bucket.key)
+        if given is not None and given.get("winner") in {c.provider for c in candidates}:
+            result = BucketResult.from_json({**given, **bucket_fields(bucket)})
+            result.source = "table"
+            return result
         raw = self.entries.get(bucket.key)
         if raw is None:
             return None
@@ -138,6 +149,40 @@ class Table:
         if new:
             self.entries.update(new)
             cache.save(self.target, new)
+
+
+def bucket_fields(b: Bucket) -> dict[str, Any]:
+    return {"op": b.op, "target": b.target, "tokens": b.tokens, "shape": b.shape}
+
+
+def _replay(target: str) -> dict[str, Any]:
+    """The entries of the table named by VLLM_XDSL_TUNE_TABLE (e.g. tuned on the target
+    machine and shipped): used as given, whatever the environment, before the cache."""
+    path = os.environ.get(TABLE_ENV)
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+        if "environments" in data:
+            data = data["environments"].get(target, {"entries": {}})
+        entries = data["entries"]
+        if not isinstance(entries, dict) or not all(
+                isinstance(v, dict) and isinstance(v.get("winner"), str) for v in entries.values()):
+            raise ValueError("entries must map bucket keys to objects with a 'winner'")
+        return entries
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise DispatchError(f"{TABLE_ENV}={path}: not a tuning table ({e})") from None
+
+
+def measure_problem(target: str) -> str | None:
+    """Why this machine cannot measure for `target` (None if it can)."""
+    if target == "cpu":
+        return None
+    hip = torch.version.hip is not None
+    if not torch.cuda.is_available() or hip != (target == "rocm"):
+        return (f"there is no {target} device here to measure on (tune on the target "
+                f"machine and pass its table in {TABLE_ENV}, or name the providers)")
+    return None
 
 
 def candidates_of(impls: Sequence[Impl]) -> list[Candidate]:
@@ -168,6 +213,9 @@ def tune(
                     prev = results[-1]
                     result = BucketResult(b, prev.winner, source="budget")
                 else:
+                    problem = measure_problem(b.target)
+                    if problem is not None:
+                        raise DispatchError(f"{b.op}: priority 'auto' for {b}: {problem}")
                     slice_s = max(0.002, min(_SLICE_MAX_S, left / max(1, (len(tokens) - i)
                                                                    * len(candidates))))
                     result = _measure_bucket(op, meta, b, candidates, dropped, slice_s)
@@ -182,7 +230,7 @@ def tune(
 
 
 def _drop_losers(result: BucketResult, dropped: dict[str, str]) -> None:
-    for p, why in result.excluded.items():
+    for p in result.excluded:
         dropped.setdefault(p, f"wrong result at T<={result.bucket.tokens}")
     for p, why in result.pruned.items():
         dropped.setdefault(p, why)
