@@ -37,18 +37,19 @@ FUSED_ADD_NOTE = (
     "that exceed the whole-model tolerance downstream"
 )
 MODELS = {
+    # The f16/bf16 residual add is rounded before the norm, unlike fused_add_rms_norm's
+    # contract: raise-native keeps the add and raises the norm (approx=true would fuse it).
     "llama_layer": (lambda: DecoderLayer(DecoderConfig(hidden=HIDDEN, fp8=False)),
-                    {"vllm.rms_norm": 1, "vllm.fused_add_rms_norm": 1, "vllm.silu_and_mul": 1}),
+                    {"vllm.rms_norm": 2, "vllm.silu_and_mul": 1}),
     "qwen3_layer": (lambda: DecoderLayer(DecoderConfig(hidden=HIDDEN, qk_norm=True, fp8=False)),
-                    {"vllm.rms_norm": 3, "vllm.fused_add_rms_norm": 1, "vllm.silu_and_mul": 1}),
+                    {"vllm.rms_norm": 4, "vllm.silu_and_mul": 1}),
     "gemma_norm": (lambda: GemmaRMSNorm(HIDDEN), {"vllm.rms_norm": 1}),
     "mlp_silu_mul": (lambda: Mlp(DecoderConfig(hidden=HIDDEN, fp8=False)),
                      {"vllm.silu_and_mul": 1}),
     "norm_view_quant": (NormViewQuant,
                         {"vllm.rms_norm": 1, "vllm.static_scaled_fp8_quant": 1}),
 }
-XFAIL = {("llama_layer", torch.bfloat16), ("llama_layer", torch.float16),
-         ("qwen3_layer", torch.bfloat16)}
+XFAIL: set[tuple[str, torch.dtype]] = set()  # was the fused rounded add; see raise_norm.py
 
 
 def semantic(counts: Counter) -> dict[str, int]:
