@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from xdsl.parser import Parser
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.torch_export import export_module
+from vllm_xdsl.dialects import make_context
 from vllm_xdsl.frontend import import_graph
 from vllm_xdsl.frontend.capture import aot_backend
 from vllm_xdsl.models import DecoderConfig, DecoderLayer, TinyDecoder
@@ -95,6 +97,10 @@ def test_import_export_is_bitwise_exact(name: str, form: str) -> None:
             compiled(*args)
     assert len(graphs) == 1, "one compile must serve every token count"
     assert results == [True, True, True]
+    # The printed IR is text vllm-opt reads back (what VLLM_XDSL_DUMP_DIR writes).
+    reparsed = Parser(make_context(), graphs[0]).parse_module()
+    reparsed.verify()
+    assert str(reparsed) == graphs[0]
     if name == "semantic_ops":
         for op in ("vllm.rms_norm_quant", "vllm.fused_add_rms_norm_quant",
                    "vllm.per_token_group_fp8_quant", "vllm.silu_and_mul"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 from typing import Any
 
 import torch
@@ -27,6 +28,7 @@ from vllm_xdsl.frontend.types import FrontendError, result_types, value_type
 
 Value = SSAValue | list[SSAValue]
 logger = logging.getLogger("vllm_xdsl.frontend")
+_FX_SUFFIX = re.compile(r"(_\d+)+$")
 
 
 class NodeImporter:
@@ -127,8 +129,8 @@ class NodeImporter:
         self.add(op, node)
         if is_tuple:
             self.values[node] = list(op.results)
-            for i, r in enumerate(op.results):
-                _name(r, f"{node.name}_{i}")
+            for r in op.results:
+                _name(r, node.name)
         else:
             _name(op.results[0], node.name)
             self.values[node] = op.results[0]
@@ -142,6 +144,8 @@ def _fetch_attr(owner: torch.nn.Module, target: str) -> Any:
 
 
 def _name(value: SSAValue, name: str) -> None:
-    # Name hints only make dumps readable.
-    if SSAValue.is_valid_name(name):
+    # Name hints only make dumps readable. FX's `_N` suffixes are dropped: the printer adds
+    # its own, and a kept one could collide with them (two values printed as %split_1).
+    name = _FX_SUFFIX.sub("", name)
+    if name and SSAValue.is_valid_name(name):
         value.name_hint = name

@@ -9,6 +9,7 @@ copy of the input scale, so uses of it are mapped onto the scale operand itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -141,9 +142,11 @@ def import_semantic(
             values.append(_static_scales(args["scale"], value_of, new_ops))
         else:
             values.append(getattr(op, out))
+    base = re.sub(r"(_\d+)+$", "", node.name)  # the printer numbers duplicates itself
     for v, out in zip(values, outputs, strict=True):
-        if v.owner is op and SSAValue.is_valid_name(f"{node.name}_{out}"):
-            v.name_hint = f"{node.name}_{out}" if len(outputs) > 1 else node.name
+        name = f"{base}_{out}" if len(outputs) > 1 else base
+        if v.owner is op and SSAValue.is_valid_name(name):
+            v.name_hint = name
     return new_ops, values if len(outputs) > 1 else values[0]
 
 
