@@ -261,3 +261,45 @@ def test_exported_model(scheme: str) -> None:
     out = gm(*args)
     actual = out[0] if isinstance(out, (tuple, list)) else out
     torch.testing.assert_close(actual, expected, atol=1e-2, rtol=1e-2)
+
+
+class _TinyFp8Block(torch.nn.Module):
+    """norm -> view -> static fp8 linear -> fused_add_rms_norm -> per-token fp8 (eps 3e-7)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(64, dtype=torch.bfloat16) + 0.5)
+        self.w2 = torch.nn.Parameter(torch.rand(64, dtype=torch.bfloat16) + 0.5)
+        self.W = torch.nn.Parameter(torch.randn(64, 64) / 8)
+        self.register_buffer("scale", torch.tensor([0.01]))
+
+    def forward(self, x: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        from vllm_xdsl import ops
+
+        y = ops.rms_norm(x, self.w, 1e-6)
+        q = ops.static_scaled_fp8_quant(y.view(-1, 64), self.scale, torch.float8_e4m3fn)
+        h = ((q.to(torch.float32) * self.scale) @ self.W).to(x.dtype).view(x.shape)
+        y2, r2 = ops.fused_add_rms_norm(h, r, self.w2, 3e-7)
+        q2, s2 = ops.dynamic_per_token_scaled_fp8_quant(y2, None, torch.float8_e4m3fn)
+        return q2.to(torch.float32) * s2.view(*y2.shape[:-1], 1), r2
+
+
+def test_torch_compile_backend(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """Through torch.compile(backend="vllm_xdsl") (when installed): the dumped IR after
+    fuse-norm-quant holds both fused ops (the view did not block), outputs equal eager."""
+    pytest.importorskip("vllm_xdsl.compile")
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    torch.manual_seed(0)
+    model = _TinyFp8Block()
+    x, r = torch.randn(2, 7, 64, dtype=torch.bfloat16), torch.randn(2, 7, 64, dtype=torch.bfloat16)
+    compiled = torch.compile(model, backend="vllm_xdsl",
+                             options={"inner": "eager", "target": "cpu", "strict": True})
+    with torch.no_grad():
+        expected, actual = model(x, r), compiled(x, r)
+    for a, e in zip(actual, expected, strict=True):
+        assert torch.equal(a, e)
+    dumps = list(tmp_path.glob("*/*fuse-norm-quant.mlir"))
+    assert dumps, list(tmp_path.rglob("*"))
+    counts = count_ops(parse(dumps[0].read_text()))
+    assert counts.get("vllm.rms_norm_quant") == 1 and counts.get("vllm.fused_add_rms_norm_quant") == 1
+    assert not [n for n in UNFUSED if f"vllm.{n}" in counts], counts
