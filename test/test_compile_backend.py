@@ -137,3 +137,20 @@ def test_runtime_epsilon_unlowered_and_provider() -> None:
         x = torch.randn(5, HIDDEN)
         torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
     assert backend.RESULTS[-1].stages[-1].op_counts["triton.rms_norm"] == 1
+
+
+def test_training_forward_and_backward() -> None:
+    """With grad enabled AOTAutograd splits forward/backward: passes run on the forward,
+    gradients still match eager."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = AddNormMlp()
+    twin = AddNormMlp()
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True,
+                             options={"inner": "eager", "strict": True})
+    x = torch.randn(6, HIDDEN)
+    compiled(x).square().sum().backward()
+    twin(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)

@@ -72,7 +72,7 @@ class Exporter:
     def export(self, fn: func.FuncOp) -> torch.fx.GraphModule:
         block = fn.body.block
         for i, arg in enumerate(block.args):
-            node = self.graph.placeholder(arg.name_hint or f"arg{i}")
+            node = self.graph.placeholder(f"{arg.name_hint or 'arg'}_{i}")  # unique targets
             if self.example_values is not None:
                 node.meta["val"] = self.example_values[i]
             self.nodes[arg] = node
