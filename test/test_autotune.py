@@ -115,3 +115,75 @@ def test_eager_auto_picks_fastest_correct_and_cache_is_reused(site, tmp_path):
         assert entry["winner"] == "tune_fast"
     third = run(site, cache, EAGER)  # the rewritten file is valid and reused
     assert third["measured"] == 0 and third["warnings"] == []
+
+
+LOWER = r"""
+import json, sys
+import torch
+from xdsl.parser import Parser
+from vllm_xdsl import ops, tune
+from vllm_xdsl.backends.torch_export.exporter import export_module
+from vllm_xdsl.dialects import make_context
+from vllm_xdsl.ops.tolerance import contract_error
+from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.tune.runtime import pick
+IR = '''func.func @f(%x: tensor<?x4096xf32>, %w: tensor<4096xf32>) -> tensor<?x4096xf32> {
+  %y = vllm.rms_norm %x weight(%w : tensor<4096xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x4096xf32> -> tensor<?x4096xf32>
+  func.return %y : tensor<?x4096xf32>
+}'''
+module = Parser(make_context(), IR).parse_module()
+report = lower_dispatch(module, "cpu", "rms_norm=auto")
+ops_after = [op.name for op in module.walk() if op.name.startswith(("auto.", "vllm.", "torch."))]
+[sel] = [op for op in module.walk() if op.name == "auto.rms_norm"]
+tokens, winners = sel.table()
+gm = export_module(module)
+import vllm_xdsl_tune_demo as demo
+ops.set_priority("rms_norm=auto")
+w = torch.randn(4096)
+runs = []
+for t in (1, 3, 40, 200):
+    x = torch.randn(t, 4096)
+    before = dict(demo.CALLS)
+    out = gm(x, w)[0]
+    ran = [p for p in demo.CALLS if demo.CALLS[p] != before[p]] or ["native"]
+    runs.append({"t": t, "ran": ran, "pick": pick(tokens, winners, t),
+                 "eager": ops.rms_norm.explain(x, w, 1e-6).provider,
+                 "error": contract_error(out, ops.rms_norm.native(x, w, 1e-6), kind="norm")})
+print(json.dumps({"ops": ops_after, "tokens": tokens, "winners": winners, "runs": runs,
+                  "report": report.format(), "measured": tune.STATS.measured,
+                  "code": gm.code}))
+"""
+
+
+def test_lowering_emits_runtime_selection_that_matches_eager(site, tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_XDSL_TUNE_MAX_TOKENS", "64")
+    r = run(site, tmp_path / "cache", LOWER)
+    assert r["ops"] == ["auto.rms_norm"]  # one selection op, nothing else
+    assert r["tokens"] == [1, 2, 4, 8, 16, 32, 64]
+    # 2-3x faster at 64 tokens; at 1 token the margin is smaller: native may win there.
+    assert r["winners"][-1] == "tune_fast" and set(r["winners"]) <= {"tune_fast", "native"}
+    # Exported: one runtime-selection torch op holding the table.
+    assert r["code"].count("torch.ops.vllm_xdsl_auto.rms_norm.default(") == 1
+    assert "1e-06, None, [1, 2, 4, 8, 16, 32, 64], [" in r["code"]
+    report = r["report"]
+    assert "rms_norm -> auto" in report and "runtime selection over 7 token bucket(s)" in report
+    assert "rejected tune_wrong: wrong result: T=1: out: " in report
+    assert "note: auto T<=64: tune_fast [tune_fast " in report
+    for run_ in r["runs"]:  # compiled and eager agree, and the compiled graph ran the winner
+        assert run_["ran"] == [run_["pick"]] == [run_["eager"]], run_
+        assert run_["error"] is None
+    assert r["runs"][-1]["pick"] == "tune_fast"  # 200 tokens: above the last bucket
+
+    # A given table (tuned elsewhere): different winners per bucket, nothing measured.
+    from vllm_xdsl.tune.bucket import Bucket
+
+    shape = "x=float32[T,4096] weight=float32[4096] epsilon=float variance_size=None"
+    given = {Bucket("rms_norm", "cpu", t, shape).key: {"winner": "native" if t <= 8 else "tune_fast"}
+             for t in (1, 2, 4, 8, 16, 32, 64)}
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"entries": given}))
+    monkeypatch.setenv("VLLM_XDSL_TUNE_TABLE", str(table))
+    r = run(site, tmp_path / "cache2", LOWER)
+    assert r["winners"] == ["native"] * 4 + ["tune_fast"] * 3 and r["measured"] == 0
+    assert [x["ran"] for x in r["runs"]] == [["native"], ["native"], ["tune_fast"], ["tune_fast"]]
+    assert all(x["eager"] == x["pick"] for x in r["runs"])

@@ -15,7 +15,7 @@ from typing import Any
 from vllm_xdsl.ops import registry
 from vllm_xdsl.ops.dispatch import Decision
 from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError
-from vllm_xdsl.tune.bucket import Bucket, bucket_of, bucket_range, token_count
+from vllm_xdsl.tune.bucket import Bucket, bucket_of, bucket_range, token_bucket, token_count
 from vllm_xdsl.tune.tuner import (
     BucketResult,
     Candidate,
@@ -91,8 +91,10 @@ def tune_call(
     """Tune the call's bucket (known token count) or every bucket up to the max."""
     cands, rejected = eligible(op, meta, choices, source, target)
     known = token_count(meta) if tokens is None else tokens
-    bounds = bucket_range(max_tokens()) if known is None else [bucket_of(op.name, meta, target,
-                                                                         known).tokens]
+    # Counts above the largest bucket use it, in eager calls as in the runtime selection
+    # (so both run the same implementation for the same count).
+    top = token_bucket(max_tokens())
+    bounds = bucket_range(top) if known is None else [min(token_bucket(known), top)]
     bucket = bucket_of(op.name, meta, target, bounds[0])
     if len(cands) == 1:  # native only: nothing to measure
         results = [BucketResult(bucket.with_tokens(t), "native", source="single")
