@@ -58,6 +58,8 @@ CASES = {
     "static_quant_div_f32_scale": (lambda: forms.StaticFp8Quant(H), _one, {STATIC: 1}, {}, ()),
     "per_token_vllm": (lambda: forms.DynamicPerTokenFp8Quant(H), _one, {PER_TOKEN: 1}, {},
                        ("value", "scales")),
+    "per_token_scale_ub": (lambda: forms.DynamicPerTokenFp8Quant(H, scale_ub=True), _one,
+                           {PER_TOKEN: 1}, {}, ("value", "scales")),
     "per_token_amax_div": (lambda: forms.DynamicPerTokenFp8Quant(H, vllm_form=False), _one,
                            {PER_TOKEN: 1}, {PER_TOKEN: 1}, ("value", "scales")),
     # Inductor decomposes silu (exp, div): not bit-exact with aten.silu, so not in exact mode.
@@ -98,6 +100,8 @@ EXACT_PAIRS = ALL_PAIRS if FULL else [(BF16, "mark_dynamic"), (F16, "dynamic"),
 def _make(name: str, dt: torch.dtype) -> torch.nn.Module:
     torch.manual_seed(0)
     model = CASES[name][0]().to(dt)
+    if name == "per_token_scale_ub":
+        model.scale_ub = model.scale_ub.float()
     return _f32_scale(model) if name == "norm_then_quant" or "f32_scale" in name else model
 
 

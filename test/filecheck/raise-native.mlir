@@ -389,6 +389,22 @@ func.func @per_token_vllm(%x: tensor<?x64xf16>) -> tensor<?x64xf8E4M3FN> {
   func.return %q : tensor<?x64xf8E4M3FN>
 }
 
+// vLLM with scale_ub: `x_max.clamp(max=scale_ub)` before the division -> scale_ub(...).
+// CHECK-LABEL: func.func @per_token_scale_ub
+// CHECK-NEXT:    %[[Q:.*]], %[[S:.*]] = vllm.dynamic_per_token_scaled_fp8_quant %x scale_ub(%ub : tensor<1xf32>) : tensor<?x64xf32> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
+// CHECK-NEXT:    func.return %[[Q]], %[[S]]
+func.func @per_token_scale_ub(%x: tensor<?x64xf32>, %ub: tensor<1xf32>) -> (tensor<?x64xf8E4M3FN>, tensor<?x1xf32>) {
+  %ab = torch.call "aten::abs.default"(%x) [#torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %am = torch.call "aten::amax.default"(%ab) [#torch.operand<0>, [-1 : i64], true] : (tensor<?x64xf32>) -> tensor<?x1xf32>
+  %mn = torch.call "aten::clamp_max.Tensor"(%am, %ub) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x1xf32>, tensor<1xf32>) -> tensor<?x1xf32>
+  %d = torch.call "aten::div.Tensor"(%mn) [#torch.operand<0>, 4.480000e+02 : f64] : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %s = torch.call "aten::clamp_min.default"(%d) [#torch.operand<0>, 4.3596540178571426e-06 : f64] : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x1xf32>) -> tensor<?x64xf32>
+  %c = torch.call "aten::clamp.default"(%y) [#torch.operand<0>, -4.480000e+02 : f64, 4.480000e+02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %q = torch.call "prims::convert_element_type.default"(%c) [#torch.operand<0>, #torch.dtype<f8E4M3FN>] : (tensor<?x64xf32>) -> tensor<?x64xf8E4M3FN>
+  func.return %q, %s : tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
+}
+
 // Negatives: FMAX that is a graph input (a float global under dynamic=True: its value is
 // not known here), another minimum scale, the absmax of another tensor.
 // CHECK-LABEL: func.func @neg_per_token

@@ -29,6 +29,7 @@ MODELS = {
     "static_quant_div": (lambda: forms.StaticFp8Quant(H), 1),
     "static_quant_reciprocal": (lambda: forms.StaticFp8Quant(H, reciprocal=True), 1),
     "per_token_vllm": (lambda: forms.DynamicPerTokenFp8Quant(H), 1),
+    "per_token_scale_ub": (lambda: forms.DynamicPerTokenFp8Quant(H, scale_ub=True), 1),
     "per_token_amax_div": (lambda: forms.DynamicPerTokenFp8Quant(H, vllm_form=False), 1),
     "silu_slice": (lambda: forms.SiluAndMul(H, "slice"), -2),
     "silu_split": (lambda: forms.SiluAndMul(H, "split"), -2),
@@ -65,7 +66,8 @@ def main() -> None:
         module = import_graph(gm).module
         print(module)
         RaiseNativePass(exact=args.exact, approx=args.approx).apply(make_context(), module)
-        print(f"// ----- after raise-native\n{module}")
+        print("// ----- after raise-native")
+        print(module)
 
 
 if __name__ == "__main__":

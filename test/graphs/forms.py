@@ -117,17 +117,21 @@ class StaticFp8Quant(nn.Module):
 class DynamicPerTokenFp8Quant(nn.Module):
     """vLLM's native per-token quant (`max(dim)` + reciprocal) or `amax` + divide."""
 
-    def __init__(self, hidden: int, vllm_form: bool = True) -> None:
+    def __init__(self, hidden: int, vllm_form: bool = True, scale_ub: bool = False) -> None:
         super().__init__()
         self.gain = nn.Parameter(1.0 + 0.1 * torch.randn(hidden))
         self.vllm_form = vllm_form
+        self.register_buffer("scale_ub", torch.tensor([2.5]) if scale_ub else None)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = x * self.gain
         fmax = torch.finfo(FP8).max
         if self.vllm_form:
             x_max, _ = x.abs().max(dim=-1)
-            scale = (x_max.unsqueeze(-1).to(torch.float32) / fmax).clamp(min=1.0 / (fmax * 512.0))
+            x_max = x_max.unsqueeze(-1).to(torch.float32)
+            if self.scale_ub is not None:
+                x_max = x_max.clamp(max=self.scale_ub)
+            scale = (x_max / fmax).clamp(min=1.0 / (fmax * 512.0))
             out = x.to(torch.float32) * scale.reciprocal()
         else:
             a = x.float().abs().amax(dim=-1, keepdim=True)

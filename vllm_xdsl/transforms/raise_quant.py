@@ -7,7 +7,8 @@ result (448 for e4m3fn, 224 for e4m3fnuz, OPS.md); the clamp may be `clamp` or
 
 - static: `x / scale` or `x * reciprocal(scale)` with a `[1]` scale (f32 reciprocal);
 - dynamic per token: `x / s` (or `* reciprocal(s)`) with
-  `s = clamp_min(amax(abs(x), -1, keepdim) / FMAX, 1 / (FMAX * 512))`, FMAX a literal.
+  `s = clamp_min(amax(abs(x), -1, keepdim) / FMAX, 1 / (FMAX * 512))`, FMAX a literal,
+  optionally `min(amax, scale_ub)` (`minimum` or `clamp(max=scale_ub)`) -> `scale_ub(...)`.
 
 Rounding: the contract rounds once, from f32, to fp8. A chain that rounds the scaled value
 to f16 first differs only where f16 lands on an fp8 tie (measured 0.3 % of elements, within
@@ -114,22 +115,43 @@ def _row_absmax_of(a: SSAValue) -> SSAValue | None:
     return m.widened_from(x) if isinstance(x, SSAValue) else None
 
 
-def _token_scale(s: SSAValue, fmax: float) -> SSAValue | None:
-    """x for `s = clamp_min(absmax_row(x) / fmax, 1 / (fmax * 512))` in f32."""
+def _upper_bound(a: SSAValue) -> tuple[SSAValue, SSAValue | None]:
+    """(a0, ub) for `minimum(a0, ub)` / `clamp(a0, max=ub)` with a [1] float ub, else (a, None)."""
+    op = m.call_of(a, "aten::minimum.default", "aten::clamp_max.Tensor", "aten::clamp.Tensor")
+    if op is None or m.kwarg_names(op) - {"min", "max"}:
+        return a, None
+    a0 = m.arg(op, 0)
+    if op.target.data == "aten::clamp.Tensor":
+        if m.arg(op, 1, "min", None) is not None:
+            return a, None
+        ub = m.arg(op, 2, "max", None)
+    else:
+        ub = m.arg(op, 1, "max" if op.target.data.startswith("aten::clamp") else "other")
+    if not (isinstance(a0, SSAValue) and isinstance(ub, SSAValue)) or m.dtype(a) != F32:
+        return a, None
+    if m.shape(ub) != (1,) or m.dtype(ub) not in m.MANTISSA_BITS:
+        return a, None
+    return a0, ub
+
+
+def _token_scale(s: SSAValue, fmax: float) -> tuple[SSAValue | None, SSAValue | None]:
+    """(x, scale_ub) for `s = clamp_min(min(absmax_row(x), ub?) / fmax, 1 / (fmax * 512))`."""
+    none = (None, None)
     op = m.call_of(s, "aten::clamp_min.default", "aten::clamp.default")
     if op is None or m.dtype(s) != F32 or not isinstance(d := m.arg(op, 0), SSAValue):
-        return None
+        return none
     lo = m.arg(op, 1, "min", None)
     hi = None if op.target.data.startswith("aten::clamp_min") else m.arg(op, 2, "max", None)
     if hi is not None or not m.is_number(lo) or _f32(lo) != _f32(1.0 / (fmax * 512.0)):
-        return None
+        return none
     div = m.call_of(d, "aten::div.Tensor")
     args = None if div is None else m.operands_of(div, 2)
     if args is None or not isinstance(args[0], SSAValue) or not m.is_number(args[1]):
-        return None
+        return none
     if args[1] != fmax or m.dtype(args[0]) != F32:
-        return None
-    return _row_absmax_of(args[0])
+        return none
+    a, ub = _upper_bound(args[0])
+    return _row_absmax_of(a), ub
 
 
 @dataclass
@@ -165,10 +187,13 @@ class RaiseFp8Quant(RewritePattern):
         # dynamic per token: the contract divides
         if self.exact and not (exact and not reciprocal):
             return
-        if m.rank(x) != 2 or m.dtype(s) != F32 or _token_scale(s, fmax) is not x:
+        if m.rank(x) != 2 or m.dtype(s) != F32:
+            return
+        source, ub = _token_scale(s, fmax)
+        if source is not x:
             return
         new = DynamicPerTokenScaledFp8QuantOp.build(
-            operands=[x, []], result_types=[q.type, s.type]
+            operands=[x, [] if ub is None else [ub]], result_types=[q.type, s.type]
         )
         rewriter.replace(op, new, [new.results[0]])
         rewriter.replace_uses_with_if(s, new.results[1], lambda use: m.is_before(new, use.operation))
