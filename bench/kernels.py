@@ -44,12 +44,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hidden", help=f"comma-separated hidden sizes (default {HIDDEN})")
     p.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
     p.add_argument("--out", help="write the Markdown table to this file")
-    p.add_argument("--plot", default=None, help="write a PNG plot here (default "
-                   "bench/kernels.png on a GPU, none in a dry run)")
+    p.add_argument(
+        "--plot",
+        default=None,
+        help="write a PNG plot here (default bench/kernels.png on a GPU, none in a dry run)",
+    )
     p.add_argument("--list", action="store_true", help="list the case names and exit")
-    p.add_argument("--dry-run", action="store_true",
-                   help="run every path on the CPU in Triton's interpreter with tiny shapes "
-                        "(checks the script, measures nothing meaningful)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run every path on the CPU in Triton's interpreter with tiny shapes "
+        "(checks the script, measures nothing meaningful)",
+    )
     return p.parse_args(argv)
 
 
@@ -72,19 +78,37 @@ def cases() -> list[Case]:
 
     out = [
         Case("rms_norm", "rms_norm", lambda mk, t, h: (mk(t, h), mk(h), 1e-6)),
-        Case("fused_add_rms_norm", "fused_add_rms_norm",
-             lambda mk, t, h: (mk(t, h), mk(t, h), mk(h), 1e-6)),
-        Case("static_scaled_fp8_quant", "static_scaled_fp8_quant",
-             lambda mk, t, h: (mk(t, h), static(mk))),
+        Case(
+            "fused_add_rms_norm",
+            "fused_add_rms_norm",
+            lambda mk, t, h: (mk(t, h), mk(t, h), mk(h), 1e-6),
+        ),
+        Case(
+            "static_scaled_fp8_quant",
+            "static_scaled_fp8_quant",
+            lambda mk, t, h: (mk(t, h), static(mk)),
+        ),
         Case("dynamic_scaled_fp8_quant", "dynamic_scaled_fp8_quant", lambda mk, t, h: (mk(t, h),)),
-        Case("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_fp8_quant",
-             lambda mk, t, h: (mk(t, h),)),
-        Case("per_token_group_fp8_quant", "per_token_group_fp8_quant",
-             lambda mk, t, h: (mk(t, h), 128)),
-        Case("static_scaled_int8_quant", "static_scaled_int8_quant",
-             lambda mk, t, h: (mk(t, h), static(mk))),
-        Case("dynamic_per_token_scaled_int8_quant", "dynamic_per_token_scaled_int8_quant",
-             lambda mk, t, h: (mk(t, h),)),
+        Case(
+            "dynamic_per_token_scaled_fp8_quant",
+            "dynamic_per_token_scaled_fp8_quant",
+            lambda mk, t, h: (mk(t, h),),
+        ),
+        Case(
+            "per_token_group_fp8_quant",
+            "per_token_group_fp8_quant",
+            lambda mk, t, h: (mk(t, h), 128),
+        ),
+        Case(
+            "static_scaled_int8_quant",
+            "static_scaled_int8_quant",
+            lambda mk, t, h: (mk(t, h), static(mk)),
+        ),
+        Case(
+            "dynamic_per_token_scaled_int8_quant",
+            "dynamic_per_token_scaled_int8_quant",
+            lambda mk, t, h: (mk(t, h),),
+        ),
         Case("silu_and_mul", "silu_and_mul", lambda mk, t, h: (mk(t, 2 * h),)),
     ]
     schemes = {
@@ -93,13 +117,28 @@ def cases() -> list[Case]:
         "group128": lambda mk: (None, None, e4m3, False, "group", 128),
     }
     for tag, scheme in schemes.items():
-        out.append(Case(f"rms_norm_quant[{tag}]", "rms_norm_quant",
-                        lambda mk, t, h, s=scheme: (mk(t, h), mk(h), 1e-6, *s(mk))))
-        out.append(Case(f"fused_add_rms_norm_quant[{tag}]", "fused_add_rms_norm_quant",
-                        lambda mk, t, h, s=scheme: (mk(t, h), mk(t, h), mk(h), 1e-6, *s(mk))))
+        out.append(
+            Case(
+                f"rms_norm_quant[{tag}]",
+                "rms_norm_quant",
+                lambda mk, t, h, s=scheme: (mk(t, h), mk(h), 1e-6, *s(mk)),
+            )
+        )
+        out.append(
+            Case(
+                f"fused_add_rms_norm_quant[{tag}]",
+                "fused_add_rms_norm_quant",
+                lambda mk, t, h, s=scheme: (mk(t, h), mk(t, h), mk(h), 1e-6, *s(mk)),
+            )
+        )
     for tag in ("static", "group128"):
-        out.append(Case(f"silu_and_mul_quant[{tag}]", "silu_and_mul_quant",
-                        lambda mk, t, h, s=schemes[tag]: (mk(t, 2 * h), *s(mk))))
+        out.append(
+            Case(
+                f"silu_and_mul_quant[{tag}]",
+                "silu_and_mul_quant",
+                lambda mk, t, h, s=schemes[tag]: (mk(t, 2 * h), *s(mk)),
+            )
+        )
     return out
 
 
@@ -114,7 +153,8 @@ class Maker:
 
     def __call__(self, *shape: int):
         return self.torch.randn(*shape, generator=self.gen, device=self.device).to(
-            self.torch.bfloat16)
+            self.torch.bfloat16
+        )
 
     def scale(self):
         return self.torch.tensor([0.02], device=self.device)
@@ -174,8 +214,9 @@ def check(case: Case, got, want) -> str:
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         scales = w.dtype == torch.float32 and "quant" in case.op and i > 0
         norm = case.op.startswith(("rms", "fused")) and "quant" not in case.op
-        problem = contract_error(g.cpu(), w.cpu(), kind="scales" if scales else
-                                 ("norm" if norm else "value"))
+        problem = contract_error(
+            g.cpu(), w.cpu(), kind="scales" if scales else ("norm" if norm else "value")
+        )
         if problem:
             return f"MISMATCH output {i}: {problem}"
     return "ok"
@@ -208,24 +249,45 @@ def run(args: argparse.Namespace) -> int:
     wanted = args.ops.split(",") if args.ops else [c.name for c in all_cases]
     unknown = set(wanted) - {c.name for c in all_cases}
     if unknown:
-        print(f"bench/kernels.py: unknown case(s) {sorted(unknown)}; --list shows them",
-              file=sys.stderr)
+        print(
+            f"bench/kernels.py: unknown case(s) {sorted(unknown)}; --list shows them",
+            file=sys.stderr,
+        )
         return 2
-    tokens = tuple(int(t) for t in args.tokens.split(",")) if args.tokens else (
-        DRY_TOKENS if args.dry_run else TOKENS)
-    hidden = tuple(int(h) for h in args.hidden.split(",")) if args.hidden else (
-        DRY_HIDDEN if args.dry_run else HIDDEN)
+    tokens = (
+        tuple(int(t) for t in args.tokens.split(","))
+        if args.tokens
+        else (DRY_TOKENS if args.dry_run else TOKENS)
+    )
+    hidden = (
+        tuple(int(h) for h in args.hidden.split(","))
+        if args.hidden
+        else (DRY_HIDDEN if args.dry_run else HIDDEN)
+    )
     timer = Timer(gpu)
     copy_size = COPY_BYTES if gpu else 1 << 24
     copy_peak = copy_bandwidth(timer, device, copy_size)
     name = torch.cuda.get_device_name() if gpu else "CPU (Triton interpreter, dry run)"
-    header = (f"device: {name}; torch {torch.__version__}; "
-              f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
-              f"command: python bench/kernels.py {' '.join(sys.argv[1:])}\n"
-              f"copy bandwidth ({copy_size >> 20} MiB device-to-device): {copy_peak:.4g} GB/s\n")
+    header = (
+        f"device: {name}; torch {torch.__version__}; "
+        f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+        f"command: python bench/kernels.py {' '.join(sys.argv[1:])}\n"
+        f"copy bandwidth ({copy_size >> 20} MiB device-to-device): {copy_peak:.4g} GB/s\n"
+    )
     print(header)
-    cols = ["case", "tokens", "hidden", "MB moved", "triton us", "triton GB/s", "% copy",
-            "eager us", "inductor us", "vs inductor", "check"]
+    cols = [
+        "case",
+        "tokens",
+        "hidden",
+        "MB moved",
+        "triton us",
+        "triton GB/s",
+        "% copy",
+        "eager us",
+        "inductor us",
+        "vs inductor",
+        "check",
+    ]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     print(lines[0], lines[1], sep="\n", flush=True)
     results: list[dict[str, Any]] = []
@@ -248,23 +310,35 @@ def run(args: argparse.Namespace) -> int:
                     comp(*a)
                     t_ind = timer(lambda comp=comp, a=a: comp(*a))
                 gbs = moved / t_tri / 1e9
-                row = dict(case=case.name, tokens=t, hidden=h, gbs=gbs, pct=100 * gbs / copy_peak,
-                           tri=t_tri, eager=t_eager, ind=t_ind,
-                           eager_gbs=moved / t_eager / 1e9, ind_gbs=moved / t_ind / 1e9)
+                row = dict(
+                    case=case.name,
+                    tokens=t,
+                    hidden=h,
+                    gbs=gbs,
+                    pct=100 * gbs / copy_peak,
+                    tri=t_tri,
+                    eager=t_eager,
+                    ind=t_ind,
+                    eager_gbs=moved / t_eager / 1e9,
+                    ind_gbs=moved / t_ind / 1e9,
+                )
                 results.append(row)
                 ind = "-" if args.no_inductor else f"{t_ind * 1e6:.1f}"
                 ratio = "-" if args.no_inductor else f"{t_ind / t_tri:.2f}x"
-                line = (f"| {case.name} | {t} | {h} | {moved / 1e6:.2f} | {t_tri * 1e6:.1f} | "
-                        f"{gbs:.4g} | {row['pct']:.0f} % | {t_eager * 1e6:.1f} | {ind} | "
-                        f"{ratio} | {status} |")
+                line = (
+                    f"| {case.name} | {t} | {h} | {moved / 1e6:.2f} | {t_tri * 1e6:.1f} | "
+                    f"{gbs:.4g} | {row['pct']:.0f} % | {t_eager * 1e6:.1f} | {ind} | "
+                    f"{ratio} | {status} |"
+                )
                 lines.append(line)
                 print(line, flush=True)
     if args.out:
         with open(args.out, "w") as f:
             f.write(header + "\n" + "\n".join(lines) + "\n")
         print(f"table written to {args.out}")
-    plot_path = args.plot if args.plot is not None else (None if args.dry_run else
-                                                         "bench/kernels.png")
+    plot_path = (
+        args.plot if args.plot is not None else (None if args.dry_run else "bench/kernels.png")
+    )
     if plot_path:
         plot(results, copy_peak, plot_path, name)
     return 0 if all("MISMATCH" not in ln for ln in lines) else 1
@@ -287,15 +361,20 @@ def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str
     colors = dict(zip(hiddens, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=False))
     for ax, name in zip(axes.flat, names, strict=False):
         for h in hiddens:
-            rows = sorted((r for r in results if r["case"] == name and r["hidden"] == h),
-                          key=lambda r: r["tokens"])
+            rows = sorted(
+                (r for r in results if r["case"] == name and r["hidden"] == h),
+                key=lambda r: r["tokens"],
+            )
             xs = [r["tokens"] for r in rows]
-            ax.plot(xs, [r["gbs"] for r in rows], "-o", color=colors.get(h), ms=3,
-                    label=f"triton H={h}")
-            ax.plot(xs, [r["ind_gbs"] for r in rows], "--", color=colors.get(h),
-                    label=f"inductor H={h}")
-            ax.plot(xs, [r["eager_gbs"] for r in rows], ":", color=colors.get(h),
-                    label=f"eager H={h}")
+            ax.plot(
+                xs, [r["gbs"] for r in rows], "-o", color=colors.get(h), ms=3, label=f"triton H={h}"
+            )
+            ax.plot(
+                xs, [r["ind_gbs"] for r in rows], "--", color=colors.get(h), label=f"inductor H={h}"
+            )
+            ax.plot(
+                xs, [r["eager_gbs"] for r in rows], ":", color=colors.get(h), label=f"eager H={h}"
+            )
         ax.axhline(copy_peak, color="black", lw=1, label="copy bandwidth")
         ax.set_xscale("log")
         ticks = sorted({r["tokens"] for r in results})
@@ -304,7 +383,7 @@ def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("tokens")
         ax.set_ylabel("GB/s")
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=6)
     fig.suptitle(f"vllm-xdsl Triton kernels vs native eager / Inductor ({device})")
@@ -321,15 +400,19 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         if not torch.cuda.is_available():
-            print("bench/kernels.py: no GPU (torch.cuda.is_available() is False); this "
-                  "benchmark needs CUDA or ROCm. `--dry-run` checks it on the CPU.",
-                  file=sys.stderr)
+            print(
+                "bench/kernels.py: no GPU (torch.cuda.is_available() is False); this "
+                "benchmark needs CUDA or ROCm. `--dry-run` checks it on the CPU.",
+                file=sys.stderr,
+            )
             return 2
     try:
         import triton  # noqa: F401
     except ImportError:
-        print("bench/kernels.py: triton is not installed (pip install 'vllm-xdsl[triton]')",
-              file=sys.stderr)
+        print(
+            "bench/kernels.py: triton is not installed (pip install 'vllm-xdsl[triton]')",
+            file=sys.stderr,
+        )
         return 2
     return run(args)
 

@@ -40,8 +40,12 @@ def test_compile_with_triton_first(dtype):
     model = NormQuantMlp().to(dtype).to(DEVICE)
     torch._dynamo.reset()
     before = len(backend.RESULTS)
-    compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True, options={
-        "inner": "eager", "strict": True, "target": TARGET, "priority": "triton,native"})
+    compiled = torch.compile(
+        model,
+        backend="vllm_xdsl",
+        dynamic=True,
+        options={"inner": "eager", "strict": True, "target": TARGET, "priority": "triton,native"},
+    )
     with torch.no_grad():
         for tokens in (3, 17):
             x = torch.randn(tokens, HIDDEN, dtype=dtype, device=DEVICE)
@@ -51,8 +55,11 @@ def test_compile_with_triton_first(dtype):
     results = backend.RESULTS[before:]
     assert len(results) == 1
     stages = {s.name: s for s in results[0].stages}
-    lowered = {k: v for k, v in stages["lower-dispatch"].op_counts.items()
-               if k.startswith(("triton.", "vllm."))}
+    lowered = {
+        k: v
+        for k, v in stages["lower-dispatch"].op_counts.items()
+        if k.startswith(("triton.", "vllm."))
+    }
     # The fused norm+quant and silu_and_mul run as generated Triton kernels, nothing else
     # is left as a semantic op.
     assert lowered == {"triton.rms_norm_quant": 1, "triton.silu_and_mul": 1}, lowered

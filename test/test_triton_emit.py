@@ -67,25 +67,38 @@ def test_specs_are_hashable_cache_keys():
     a = KernelSpec("rms_norm_quant", BF16, BF16, None, None, GROUP, block_size=4096, num_warps=8)
     b = KernelSpec("rms_norm_quant", BF16, BF16, None, None, GROUP, block_size=4096, num_warps=8)
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
-    assert a != KernelSpec("rms_norm_quant", BF16, BF16, 1e-6, None, GROUP, block_size=4096,
-                           num_warps=8)
+    assert a != KernelSpec(
+        "rms_norm_quant", BF16, BF16, 1e-6, None, GROUP, block_size=4096, num_warps=8
+    )
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(op="layer_norm", dtype=BF16), "no Triton template"),
-    (dict(op="rms_norm", dtype=torch.int8), "activation dtype"),
-    (dict(op="rms_norm", dtype=BF16, block_size=96), "power of two"),
-    (dict(op="silu_and_mul", dtype=BF16, epsilon=1e-6), "belong to the norm"),
-    (dict(op="fused_add_rms_norm", dtype=BF16, variance_size=8), "variance_size"),
-    (dict(op="rms_norm_quant", dtype=BF16), "scheme is required"),
-    (dict(op="rms_norm", dtype=BF16, scheme=GROUP), "scheme is required"),
-    (dict(op="static_scaled_fp8_quant", dtype=BF16, scheme=GROUP), "is not the scheme"),
-    (dict(op="rms_norm_quant", dtype=BF16, scheme=QuantScheme(E4M3, False, "tensor")),
-     "unfused only"),
-    (dict(op="rms_norm_quant", dtype=BF16, scheme=GROUP, block_size=32), "group_size"),
-    (dict(op="rms_norm_quant", dtype=BF16, scheme=QuantScheme(E4M3, True, "tensor"),
-          has_scale_ub=True), "scale_ub"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(op="layer_norm", dtype=BF16), "no Triton template"),
+        (dict(op="rms_norm", dtype=torch.int8), "activation dtype"),
+        (dict(op="rms_norm", dtype=BF16, block_size=96), "power of two"),
+        (dict(op="silu_and_mul", dtype=BF16, epsilon=1e-6), "belong to the norm"),
+        (dict(op="fused_add_rms_norm", dtype=BF16, variance_size=8), "variance_size"),
+        (dict(op="rms_norm_quant", dtype=BF16), "scheme is required"),
+        (dict(op="rms_norm", dtype=BF16, scheme=GROUP), "scheme is required"),
+        (dict(op="static_scaled_fp8_quant", dtype=BF16, scheme=GROUP), "is not the scheme"),
+        (
+            dict(op="rms_norm_quant", dtype=BF16, scheme=QuantScheme(E4M3, False, "tensor")),
+            "unfused only",
+        ),
+        (dict(op="rms_norm_quant", dtype=BF16, scheme=GROUP, block_size=32), "group_size"),
+        (
+            dict(
+                op="rms_norm_quant",
+                dtype=BF16,
+                scheme=QuantScheme(E4M3, True, "tensor"),
+                has_scale_ub=True,
+            ),
+            "scale_ub",
+        ),
+    ],
+)
 def test_invalid_specs_are_rejected_with_a_reason(kwargs, match):
     with pytest.raises(ValueError, match=match):
         KernelSpec(**kwargs)

@@ -69,9 +69,14 @@ def test_fused_add_rms_norm(dtype, tokens, hidden, with_weight):
     assert torch.equal(got[1], want[1])
 
 
-@pytest.mark.parametrize("dtype,wdtype", [(torch.bfloat16, torch.float32),
-                                          (torch.float16, torch.bfloat16),
-                                          (torch.float32, torch.bfloat16)])
+@pytest.mark.parametrize(
+    "dtype,wdtype",
+    [
+        (torch.bfloat16, torch.float32),
+        (torch.float16, torch.bfloat16),
+        (torch.float32, torch.bfloat16),
+    ],
+)
 def test_rms_norm_weight_of_other_dtype(dtype, wdtype):
     # y.to(weight.dtype) * weight, then .to(x.dtype): two rounding points.
     x = randn(17, 64, dtype=dtype, seed=6, scale=2.0)
@@ -108,8 +113,11 @@ def test_wide_rows_4096():
     w = randn(4096, dtype=torch.bfloat16, seed=14)
     check(F.rms_norm(x, w, 1e-6), ops.rms_norm.native(x, w, 1e-6), ("norm",))
     args = (None, None, E4M3, False, "group", 128)
-    check(F.fused_add_rms_norm_quant(x, r, w, 1e-6, *args),
-          ops.fused_add_rms_norm_quant.native(x, r, w, 1e-6, *args), ("value", "value", "scales"))
+    check(
+        F.fused_add_rms_norm_quant(x, r, w, 1e-6, *args),
+        ops.fused_add_rms_norm_quant.native(x, r, w, 1e-6, *args),
+        ("value", "value", "scales"),
+    )
 
 
 def test_non_contiguous_rows_and_leading_dims():
@@ -119,15 +127,24 @@ def test_non_contiguous_rows_and_leading_dims():
     r = rbase[:, :64]
     w = randn(64, dtype=torch.bfloat16, seed=17)
     assert x.stride(0) == 96 and not x.is_contiguous()
-    check(F.fused_add_rms_norm(x, r, w, 1e-6), ops.fused_add_rms_norm.native(x, r, w, 1e-6),
-          ("norm", "value"))
-    check(F.dynamic_per_token_scaled_fp8_quant(x), ops.dynamic_per_token_scaled_fp8_quant.native(x),
-          ("value", "scales"))
+    check(
+        F.fused_add_rms_norm(x, r, w, 1e-6),
+        ops.fused_add_rms_norm.native(x, r, w, 1e-6),
+        ("norm", "value"),
+    )
+    check(
+        F.dynamic_per_token_scaled_fp8_quant(x),
+        ops.dynamic_per_token_scaled_fp8_quant.native(x),
+        ("value", "scales"),
+    )
     check(F.silu_and_mul(base[:, :64]), ops.silu_and_mul.native(base[:, :64]), ("value",))
     x3 = randn(2, 3, 64, dtype=torch.float16, seed=18)
     check(F.rms_norm(x3, None, 1e-6), ops.rms_norm.native(x3, None, 1e-6), ("norm",))
-    check(F.per_token_group_fp8_quant(x3, 16, True), ops.per_token_group_fp8_quant.native(x3, 16, True),
-          ("value", "scales"))
+    check(
+        F.per_token_group_fp8_quant(x3, 16, True),
+        ops.per_token_group_fp8_quant.native(x3, 16, True),
+        ("value", "scales"),
+    )
 
 
 # --- quant family -----------------------------------------------------------------------
@@ -139,19 +156,33 @@ def test_non_contiguous_rows_and_leading_dims():
 def test_fp8_quant_ops(dtype, fp8, tokens, hidden):
     x = randn(tokens, hidden, dtype=dtype, seed=19, scale=4.0)
     scale = torch.tensor([0.02], device=DEVICE)
-    check(F.static_scaled_fp8_quant(x, scale, fp8),
-          ops.static_scaled_fp8_quant.native(x, scale, fp8), ("value",))
-    check(F.dynamic_scaled_fp8_quant(x, fp8), ops.dynamic_scaled_fp8_quant.native(x, fp8),
-          ("value", "scales"))
-    check(F.dynamic_per_token_scaled_fp8_quant(x, None, fp8),
-          ops.dynamic_per_token_scaled_fp8_quant.native(x, None, fp8), ("value", "scales"))
+    check(
+        F.static_scaled_fp8_quant(x, scale, fp8),
+        ops.static_scaled_fp8_quant.native(x, scale, fp8),
+        ("value",),
+    )
+    check(
+        F.dynamic_scaled_fp8_quant(x, fp8),
+        ops.dynamic_scaled_fp8_quant.native(x, fp8),
+        ("value", "scales"),
+    )
+    check(
+        F.dynamic_per_token_scaled_fp8_quant(x, None, fp8),
+        ops.dynamic_per_token_scaled_fp8_quant.native(x, None, fp8),
+        ("value", "scales"),
+    )
     ub = torch.tensor([1.5], device=DEVICE)
-    check(F.dynamic_per_token_scaled_fp8_quant(x, ub, fp8),
-          ops.dynamic_per_token_scaled_fp8_quant.native(x, ub, fp8), ("value", "scales"))
+    check(
+        F.dynamic_per_token_scaled_fp8_quant(x, ub, fp8),
+        ops.dynamic_per_token_scaled_fp8_quant.native(x, ub, fp8),
+        ("value", "scales"),
+    )
     for col, ue8m0 in [(False, False), (True, False), (False, True), (True, True)]:
-        check(F.per_token_group_fp8_quant(x, 8, col, ue8m0, 1e-10, fp8),
-              ops.per_token_group_fp8_quant.native(x, 8, col, ue8m0, 1e-10, fp8),
-              ("value", "scales"))
+        check(
+            F.per_token_group_fp8_quant(x, 8, col, ue8m0, 1e-10, fp8),
+            ops.per_token_group_fp8_quant.native(x, 8, col, ue8m0, 1e-10, fp8),
+            ("value", "scales"),
+        )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -159,10 +190,16 @@ def test_fp8_quant_ops(dtype, fp8, tokens, hidden):
 def test_int8_quant_ops(dtype, tokens, hidden):
     x = randn(tokens, hidden, dtype=dtype, seed=20, scale=4.0)
     scale = torch.tensor([0.03], device=DEVICE)
-    check(F.static_scaled_int8_quant(x, scale), ops.static_scaled_int8_quant.native(x, scale),
-          ("value",))
-    check(F.dynamic_per_token_scaled_int8_quant(x),
-          ops.dynamic_per_token_scaled_int8_quant.native(x), ("value", "scales"))
+    check(
+        F.static_scaled_int8_quant(x, scale),
+        ops.static_scaled_int8_quant.native(x, scale),
+        ("value",),
+    )
+    check(
+        F.dynamic_per_token_scaled_int8_quant(x),
+        ops.dynamic_per_token_scaled_int8_quant.native(x),
+        ("value", "scales"),
+    )
 
 
 @pytest.mark.parametrize("fp8", [E4M3, E4M3UZ])
@@ -174,8 +211,17 @@ def test_fp8_rounding_is_exact(fp8):
     grid = grid[torch.isfinite(grid)].unique()
     mid = (grid[1:] + grid[:-1]) / 2
     ulp = torch.nextafter(mid, torch.full_like(mid, float("inf"))) - mid
-    vals = torch.cat([grid, mid, mid + ulp, mid - ulp, torch.tensor([500.0, -1e9, 241.0, 230.0]),
-                      torch.randn(4000) * 100, torch.randn(1000) * 1e-2])
+    vals = torch.cat(
+        [
+            grid,
+            mid,
+            mid + ulp,
+            mid - ulp,
+            torch.tensor([500.0, -1e9, 241.0, 230.0]),
+            torch.randn(4000) * 100,
+            torch.randn(1000) * 1e-2,
+        ]
+    )
     x = vals.to(DEVICE).reshape(1, -1)
     one = torch.ones(1, device=DEVICE)
     got = F.static_scaled_fp8_quant(x, one, fp8)
@@ -184,8 +230,9 @@ def test_fp8_rounding_is_exact(fp8):
 
 
 def test_int8_rounds_half_to_even():
-    x = torch.tensor([[0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, -128.5, 300.0, 3.49]],
-                     device=DEVICE)
+    x = torch.tensor(
+        [[0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.5, -128.5, 300.0, 3.49]], device=DEVICE
+    )
     got = F.static_scaled_int8_quant(x, torch.ones(1, device=DEVICE))
     assert got.cpu().tolist() == [[0, 2, 2, 0, -2, -2, 126, 127, -128, 127, 3]]
 
@@ -193,14 +240,25 @@ def test_int8_rounds_half_to_even():
 def test_zero_rows():
     x = randn(3, 64, dtype=torch.bfloat16, seed=21)
     x[1] = 0
-    check(F.dynamic_per_token_scaled_int8_quant(x),
-          ops.dynamic_per_token_scaled_int8_quant.native(x), ("value", "scales"))
-    check(F.dynamic_per_token_scaled_fp8_quant(x),
-          ops.dynamic_per_token_scaled_fp8_quant.native(x), ("value", "scales"))
+    check(
+        F.dynamic_per_token_scaled_int8_quant(x),
+        ops.dynamic_per_token_scaled_int8_quant.native(x),
+        ("value", "scales"),
+    )
+    check(
+        F.dynamic_per_token_scaled_fp8_quant(x),
+        ops.dynamic_per_token_scaled_fp8_quant.native(x),
+        ("value", "scales"),
+    )
     z = torch.zeros(2, 64, device=DEVICE)
-    check(F.dynamic_scaled_fp8_quant(z), ops.dynamic_scaled_fp8_quant.native(z), ("value", "scales"))
-    check(F.per_token_group_fp8_quant(z, 16, False, True),
-          ops.per_token_group_fp8_quant.native(z, 16, False, True), ("value", "scales"))
+    check(
+        F.dynamic_scaled_fp8_quant(z), ops.dynamic_scaled_fp8_quant.native(z), ("value", "scales")
+    )
+    check(
+        F.per_token_group_fp8_quant(z, 16, False, True),
+        ops.per_token_group_fp8_quant.native(z, 16, False, True),
+        ("value", "scales"),
+    )
 
 
 # --- silu_and_mul and the fused ops -----------------------------------------------------
@@ -226,9 +284,11 @@ SCHEMES = [
     ((E4M3UZ, False, "group", 8, True, False), False),
     ((torch.int8, False, "token", 0, False, False), False),
 ]
-SCHEME_IDS = [f"{str(s[0]).removeprefix('torch.')}-{'static' if s[1] else 'dyn'}-{s[2]}{s[3] or ''}"
-              f"{'-col' if s[4] else ''}{'-ue8m0' if s[5] else ''}{'-ub' if ub else ''}"
-              for s, ub in SCHEMES]
+SCHEME_IDS = [
+    f"{str(s[0]).removeprefix('torch.')}-{'static' if s[1] else 'dyn'}-{s[2]}{s[3] or ''}"
+    f"{'-col' if s[4] else ''}{'-ue8m0' if s[5] else ''}{'-ub' if ub else ''}"
+    for s, ub in SCHEMES
+]
 
 
 def _scale_args(scheme: tuple, ub: bool) -> tuple:
@@ -243,8 +303,11 @@ def test_rms_norm_quant(scheme, ub, dtype):
     x = randn(tokens, hidden, dtype=dtype, seed=23, scale=2.0)
     w = randn(hidden, dtype=dtype, seed=24) if dtype != torch.float16 else None
     args = (*_scale_args(scheme, ub), *scheme)
-    check(F.rms_norm_quant(x, w, 1e-5, *args), ops.rms_norm_quant.native(x, w, 1e-5, *args),
-          ("value", "scales"))
+    check(
+        F.rms_norm_quant(x, w, 1e-5, *args),
+        ops.rms_norm_quant.native(x, w, 1e-5, *args),
+        ("value", "scales"),
+    )
 
 
 @pytest.mark.parametrize("scheme,ub", SCHEMES, ids=SCHEME_IDS)
@@ -255,8 +318,11 @@ def test_fused_add_rms_norm_quant(scheme, ub, dtype):
     r = randn(tokens, hidden, dtype=dtype, seed=26, scale=2.0)
     w = randn(hidden, dtype=dtype, seed=27) if dtype != torch.float32 else None
     args = (*_scale_args(scheme, ub), *scheme)
-    check(F.fused_add_rms_norm_quant(x, r, w, 3e-7, *args),
-          ops.fused_add_rms_norm_quant.native(x, r, w, 3e-7, *args), ("value", "value", "scales"))
+    check(
+        F.fused_add_rms_norm_quant(x, r, w, 3e-7, *args),
+        ops.fused_add_rms_norm_quant.native(x, r, w, 3e-7, *args),
+        ("value", "value", "scales"),
+    )
 
 
 @pytest.mark.parametrize("scheme,ub", SCHEMES, ids=SCHEME_IDS)
@@ -264,8 +330,9 @@ def test_fused_add_rms_norm_quant(scheme, ub, dtype):
 def test_silu_and_mul_quant(scheme, ub, dtype):
     x = randn(7, 128, dtype=dtype, seed=28, scale=3.0)
     args = (*_scale_args(scheme, ub), *scheme)
-    check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
-          ("value", "scales"))
+    check(
+        F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args), ("value", "scales")
+    )
 
 
 def test_static_scale_is_returned_as_f32_copy():
@@ -274,8 +341,11 @@ def test_static_scale_is_returned_as_f32_copy():
     q, scales = F.rms_norm_quant(x, None, 1e-6, scale, None, E4M3, True, "tensor")
     assert scales.dtype == torch.float32 and scales.shape == (1,)
     assert scales.item() == 0.25 and scales.data_ptr() != scale.data_ptr()
-    check(q, ops.rms_norm_quant.native(x, None, 1e-6, scale, None, E4M3, True, "tensor")[0],
-          ("value",))
+    check(
+        q,
+        ops.rms_norm_quant.native(x, None, 1e-6, scale, None, E4M3, True, "tensor")[0],
+        ("value",),
+    )
 
 
 def test_bad_arguments_raise_one_line_errors():
@@ -284,8 +354,10 @@ def test_bad_arguments_raise_one_line_errors():
         (lambda: F.rms_norm(x, torch.ones(32, device=DEVICE), 1e-6), "weight of shape"),
         (lambda: F.per_token_group_fp8_quant(x, 48), "does not divide"),
         (lambda: F.silu_and_mul(x[:, :63]), "not even"),
-        (lambda: F.rms_norm_quant(x, None, 1e-6, None, None, E4M3, False, "tensor"),
-         "cannot be fused"),
+        (
+            lambda: F.rms_norm_quant(x, None, 1e-6, None, None, E4M3, False, "tensor"),
+            "cannot be fused",
+        ),
         (lambda: F.static_scaled_fp8_quant(x, torch.ones(1), torch.int8), "fp8"),
     ]:
         with pytest.raises(ValueError, match=match) as info:
@@ -305,24 +377,38 @@ def test_column_tiles_small(monkeypatch):
     h = x[:, :64]  # row stride 128
     scale = torch.tensor([0.03], device=DEVICE)
     check(F.silu_and_mul(x), ops.silu_and_mul.native(x), ("value",))
-    check(F.static_scaled_fp8_quant(h, scale, E4M3UZ),
-          ops.static_scaled_fp8_quant.native(h, scale, E4M3UZ), ("value",))
-    check(F.static_scaled_int8_quant(h, scale), ops.static_scaled_int8_quant.native(h, scale),
-          ("value",))
+    check(
+        F.static_scaled_fp8_quant(h, scale, E4M3UZ),
+        ops.static_scaled_fp8_quant.native(h, scale, E4M3UZ),
+        ("value",),
+    )
+    check(
+        F.static_scaled_int8_quant(h, scale),
+        ops.static_scaled_int8_quant.native(h, scale),
+        ("value",),
+    )
     for g in (8, 32):  # a group inside a tile, and a group wider than MAX_TILE
-        check(F.per_token_group_fp8_quant(h, g, True, True),
-              ops.per_token_group_fp8_quant.native(h, g, True, True), ("value", "scales"))
+        check(
+            F.per_token_group_fp8_quant(h, g, True, True),
+            ops.per_token_group_fp8_quant.native(h, g, True, True),
+            ("value", "scales"),
+        )
         args = (None, None, E4M3, False, "group", g)
-        check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
-              ("value", "scales"))
+        check(
+            F.silu_and_mul_quant(x, *args),
+            ops.silu_and_mul_quant.native(x, *args),
+            ("value", "scales"),
+        )
     args = (scale, None, torch.int8, True, "tensor")
-    check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
-          ("value", "scales"))
+    check(
+        F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args), ("value", "scales")
+    )
 
 
 def test_column_tiles_wide_mlp():
     x = randn(2, 2 * 5120, dtype=torch.bfloat16, seed=32)  # 5120 > MAX_TILE: 2 tiles
     args = (None, None, E4M3, False, "group", 128)
-    check(F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args),
-          ("value", "scales"))
+    check(
+        F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args), ("value", "scales")
+    )
     check(F.silu_and_mul(x), ops.silu_and_mul.native(x), ("value",))

@@ -87,8 +87,10 @@ def test_exported_graph_runs_the_triton_ops():
     x, r = randn(7, 64, seed=2), randn(7, 64, seed=3)
     ep = torch.export.export(m, (x, r))
     targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
-    assert {"vllm_xdsl_triton.fused_add_rms_norm.default",
-            "vllm_xdsl_triton.rms_norm_quant.default"} <= targets
+    assert {
+        "vllm_xdsl_triton.fused_add_rms_norm.default",
+        "vllm_xdsl_triton.rms_norm_quant.default",
+    } <= targets
     _check(ep.module()(x, r), _reference(x, r, m.w))
 
 
@@ -119,8 +121,9 @@ def test_dispatch_picks_triton_and_runs_it():
     x, w = randn(7, 64, seed=4), randn(64, seed=5)
     d = ops.select("rms_norm", (x, w, 1e-6), "rms_norm=triton!", DEVICE)
     assert d.provider == "triton"
-    assert_close_contract(d.impl(x, w, 1e-6).cpu(), ops.rms_norm.native(x, w, 1e-6).cpu(),
-                          kind="norm")
+    assert_close_contract(
+        d.impl(x, w, 1e-6).cpu(), ops.rms_norm.native(x, w, 1e-6).cpu(), kind="norm"
+    )
     with ops.priority("triton,native"):
         q, s = ops.dynamic_per_token_scaled_int8_quant(x)
     want = ops.dynamic_per_token_scaled_int8_quant.native(x)

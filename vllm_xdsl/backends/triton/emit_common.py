@@ -16,22 +16,22 @@ from vllm_xdsl.ops.scheme import QuantScheme
 
 # f32 helpers, emitted only into sources that call them.
 HELPERS: dict[str, str] = {
-    "_round_bf16": '''
+    "_round_bf16": """
 @triton.jit
 def _round_bf16(x):
     # f32 -> nearest-even bf16, kept in f32 (NaN passes through).
     b = x.to(tl.uint32, bitcast=True)
     b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
     return tl.where(x != x, x, b.to(tl.float32, bitcast=True))
-''',
-    "_rint": '''
+""",
+    "_rint": """
 @triton.jit
 def _rint(x):
     # Round half to even for |x| < 2**22: adding 1.5 * 2**23 leaves no fraction bits, so the
     # f32 add rounds to nearest even; subtracting it back is exact.
     return (x + 12582912.0) - 12582912.0
-''',
-    "_round_e4m3": '''
+""",
+    "_round_e4m3": """
 @triton.jit
 def _round_e4m3(x, MIN_EXP: tl.constexpr):
     # f32 (|x| <= FMAX) -> nearest-even e4m3 value, kept in f32: 3 mantissa bits, so the
@@ -42,8 +42,8 @@ def _round_e4m3(x, MIN_EXP: tl.constexpr):
     step = ((e + 124) << 23).to(tl.float32, bitcast=True)
     inv_step = ((130 - e) << 23).to(tl.float32, bitcast=True)
     return _rint(x * inv_step) * step
-''',
-    "_e4m3_bits": '''
+""",
+    "_e4m3_bits": """
 @triton.jit
 def _e4m3_bits(v, MIN_EXP: tl.constexpr, SUB_STEPS: tl.constexpr, MIN_NORMAL: tl.constexpr):
     # The e4m3 bits of a value already on the e4m3 grid, stored through a uint8 view of q,
@@ -55,8 +55,8 @@ def _e4m3_bits(v, MIN_EXP: tl.constexpr, SUB_STEPS: tl.constexpr, MIN_NORMAL: tl
     normal = (((b >> 23) - (126 + MIN_EXP)) << 3) | ((b >> 20) & 7)
     bits = tl.where(a >= MIN_NORMAL, normal, (a * SUB_STEPS).to(tl.int32))
     return tl.where((v < 0.0) & (bits != 0), bits | 0x80, bits).to(tl.uint8)
-''',
-    "_pow2_ceil": '''
+""",
+    "_pow2_ceil": """
 @triton.jit
 def _pow2_ceil(s):
     # 2**ceil(log2(s)) for a positive normal f32, exactly, from the bits (ue8m0 scales).
@@ -64,7 +64,7 @@ def _pow2_ceil(s):
     e = (b >> 23) & 0xFF
     e = tl.where((b & 0x7FFFFF) != 0, e + 1, e)
     return (e << 23).to(tl.float32, bitcast=True)
-''',
+""",
 }
 # A helper that calls another one needs it emitted first.
 HELPER_DEPS = {"_round_e4m3": ("_rint",)}
@@ -135,8 +135,9 @@ def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[s
     return ["scales_ptr", "scales_row_stride", "scales_group_stride"]
 
 
-def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused: bool,
-                   n: str, tiled: bool = False) -> None:
+def quant_epilogue(
+    k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused: bool, n: str, tiled: bool = False
+) -> None:
     """Quantize `y` (f32, values exact in the activation dtype) and store q.
 
     `y` is [BLOCK], or [BLOCK // group_size, group_size] for per-group schemes.
@@ -153,9 +154,12 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
                 first = "(row == 0) & (tile == 0)" if tiled else "row == 0"
                 k.add(f"if {first}:", "    tl.store(scales_ptr, scale)")
         else:  # dynamic per tensor: the global absmax came from the absmax kernel
-            k.add(f"scale = tl.maximum(tl.div_rn(tl.load(amax_ptr), {qmax}), "
-                  f"{flt(1.0 / (scheme.qmax * 512))})",
-                  "if row == 0:", "    tl.store(scales_ptr, scale)")
+            k.add(
+                f"scale = tl.maximum(tl.div_rn(tl.load(amax_ptr), {qmax}), "
+                f"{flt(1.0 / (scheme.qmax * 512))})",
+                "if row == 0:",
+                "    tl.store(scales_ptr, scale)",
+            )
         if scheme.is_fp8:
             k.add("q = y * tl.div_rn(1.0, scale)")
         else:
@@ -165,32 +169,43 @@ def quant_epilogue(k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused
         if scheme.is_fp8:
             if has_scale_ub:
                 k.add("amax = tl.minimum(amax, tl.load(scale_ub_ptr).to(tl.float32))")
-            k.add(f"scale = tl.maximum(tl.div_rn(amax, {qmax}), {flt(1.0 / (scheme.qmax * 512))})",
-                  "tl.store(scales_ptr + row, scale)",
-                  "q = tl.div_rn(y, scale)")
+            k.add(
+                f"scale = tl.maximum(tl.div_rn(amax, {qmax}), {flt(1.0 / (scheme.qmax * 512))})",
+                "tl.store(scales_ptr + row, scale)",
+                "q = tl.div_rn(y, scale)",
+            )
         else:  # an all-zero row has scale 0 and q 0: divide its zeros by 1, not 0
-            k.add(f"scale = tl.div_rn(amax, {qmax})",
-                  "tl.store(scales_ptr + row, scale)",
-                  "q = tl.div_rn(y, tl.where(scale == 0.0, 1.0, scale))")
+            k.add(
+                f"scale = tl.div_rn(amax, {qmax})",
+                "tl.store(scales_ptr + row, scale)",
+                "q = tl.div_rn(y, tl.where(scale == 0.0, 1.0, scale))",
+            )
     else:
         g = scheme.group_size
-        k.add(f"scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), {flt(scheme.group_eps)}), "
-              f"{qmax})")
+        k.add(
+            f"scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), {flt(scheme.group_eps)}), "
+            f"{qmax})"
+        )
         if scheme.use_ue8m0:
             k.add("scale = _pow2_ceil(scale)")
         base = f"tile * (BLOCK // {g}) + " if tiled else ""
-        k.add(f"groups = {base}tl.arange(0, BLOCK // {g})",
-              "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
-              f"scale, mask=groups < {n} // {g})",
-              "q = tl.div_rn(y, scale[:, None])")
+        k.add(
+            f"groups = {base}tl.arange(0, BLOCK // {g})",
+            "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
+            f"scale, mask=groups < {n} // {g})",
+            "q = tl.div_rn(y, scale[:, None])",
+        )
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = tl.minimum(tl.maximum(q, {lo}), {qmax})")
     if scheme.is_fp8:
         e = E4M3_MIN_EXP[scheme.dtype]
-        k.add(f"q = _round_e4m3(q, {e})",
-              "# q_ptr is the fp8 output viewed as uint8: store the e4m3 bits",
-              f"tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, {e}, "
-              f"{flt(2.0 ** (3 - e))}, {flt(2.0 ** e)}), mask=mask)")
+        k.add(
+            f"q = _round_e4m3(q, {e})",
+            "# q_ptr is the fp8 output viewed as uint8: store the e4m3 bits",
+            f"tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, {e}, "
+            f"{flt(2.0 ** (3 - e))}, {flt(2.0**e)}), mask=mask)",
+        )
     else:
-        k.add("q = _rint(q)",
-              "tl.store(q_ptr + row * q_row_stride + cols, q.to(tl.int8), mask=mask)")
+        k.add(
+            "q = _rint(q)", "tl.store(q_ptr + row * q_row_stride + cols, q.to(tl.int8), mask=mask)"
+        )

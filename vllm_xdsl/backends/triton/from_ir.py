@@ -44,8 +44,10 @@ def spec_of_op(op: Operation) -> KernelSpec:
         scheme = op.quant_scheme()  # type: ignore[attr-defined]
     block = _int_prop(op, "block_size") or default_block_size(name, scheme, width)
     if block < width and not tileable(name, scheme):
-        raise ValueError(f"{op.name}: block_size {block} is smaller than a row ({width} columns);"
-                         " this kernel reduces over the row in one block")
+        raise ValueError(
+            f"{op.name}: block_size {block} is smaller than a row ({width} columns);"
+            " this kernel reduces over the row in one block"
+        )
     norm = hasattr(op, "epsilon_value")
     return KernelSpec(
         op=name,
@@ -73,8 +75,10 @@ def emit_module_source(module: ModuleOp) -> str:
     """The generated source of every distinct kernel of the module (`vllm-opt -t triton`)."""
     parts = []
     for spec, users in module_specs(module):
-        parts.append(f"# ===== {DIALECT}.{spec.op}: kernel {spec.name} ({len(users)} op(s))\n"
-                     + emit_source(spec))
+        parts.append(
+            f"# ===== {DIALECT}.{spec.op}: kernel {spec.name} ({len(users)} op(s))\n"
+            + emit_source(spec)
+        )
     if not parts:
         return "# no triton ops: no kernels\n"
     return "\n\n".join(parts)

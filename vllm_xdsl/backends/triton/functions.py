@@ -70,8 +70,16 @@ def per_token_group_fp8_quant(
 ) -> tuple[Tensor, Tensor]:
     if group_size <= 0:
         raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
-    scheme = _fp8("per_token_group_fp8_quant", fp8_dtype, False, "group", group_size,
-                  column_major_scales, use_ue8m0, eps)
+    scheme = _fp8(
+        "per_token_group_fp8_quant",
+        fp8_dtype,
+        False,
+        "group",
+        group_size,
+        column_major_scales,
+        use_ue8m0,
+        eps,
+    )
     q, scales = L.quant(x, scheme)
     assert scales is not None
     return q, scales
@@ -105,8 +113,18 @@ def rms_norm_quant(
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
 ) -> tuple[Tensor, Tensor]:
-    scheme = L.fused_scheme("rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
-                            group_size, column_major_scales, use_ue8m0, group_eps)
+    scheme = L.fused_scheme(
+        "rms_norm_quant",
+        scale,
+        scale_ub,
+        quant_dtype,
+        static,
+        granularity,
+        group_size,
+        column_major_scales,
+        use_ue8m0,
+        group_eps,
+    )
     _check_groups("rms_norm_quant", x, scheme)
     q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub)
     return q, scales
@@ -127,8 +145,18 @@ def fused_add_rms_norm_quant(
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    scheme = L.fused_scheme("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static,
-                            granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+    scheme = L.fused_scheme(
+        "fused_add_rms_norm_quant",
+        scale,
+        scale_ub,
+        quant_dtype,
+        static,
+        granularity,
+        group_size,
+        column_major_scales,
+        use_ue8m0,
+        group_eps,
+    )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
     q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub)
     return q, residual_out, scales
@@ -146,8 +174,18 @@ def silu_and_mul_quant(
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
 ) -> tuple[Tensor, Tensor]:
-    scheme = L.fused_scheme("silu_and_mul_quant", scale, scale_ub, quant_dtype, static,
-                            granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+    scheme = L.fused_scheme(
+        "silu_and_mul_quant",
+        scale,
+        scale_ub,
+        quant_dtype,
+        static,
+        granularity,
+        group_size,
+        column_major_scales,
+        use_ue8m0,
+        group_eps,
+    )
     q, scales = L.silu(x, scheme, scale, scale_ub)
     return q, scales
 
@@ -155,16 +193,25 @@ def silu_and_mul_quant(
 def _check_groups(op: str, x: Tensor, scheme: QuantScheme) -> None:
     hidden = x.shape[-1] if x.dim() else 0
     if scheme.granularity == "group" and hidden % scheme.group_size:
-        raise ValueError(f"{op}: group_size {scheme.group_size} does not divide hidden size "
-                         f"{hidden}")
+        raise ValueError(
+            f"{op}: group_size {scheme.group_size} does not divide hidden size {hidden}"
+        )
 
 
 FUNCTIONS = {
     name: globals()[name]
     for name in (
-        "rms_norm", "fused_add_rms_norm", "static_scaled_fp8_quant", "dynamic_scaled_fp8_quant",
-        "dynamic_per_token_scaled_fp8_quant", "per_token_group_fp8_quant",
-        "static_scaled_int8_quant", "dynamic_per_token_scaled_int8_quant", "silu_and_mul",
-        "rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant",
+        "rms_norm",
+        "fused_add_rms_norm",
+        "static_scaled_fp8_quant",
+        "dynamic_scaled_fp8_quant",
+        "dynamic_per_token_scaled_fp8_quant",
+        "per_token_group_fp8_quant",
+        "static_scaled_int8_quant",
+        "dynamic_per_token_scaled_int8_quant",
+        "silu_and_mul",
+        "rms_norm_quant",
+        "fused_add_rms_norm_quant",
+        "silu_and_mul_quant",
     )
 }

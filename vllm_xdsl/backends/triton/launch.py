@@ -36,20 +36,51 @@ def _kernel_view(t: Tensor) -> Tensor:
     return t.view(torch.uint8) if t.dtype in FP8_DTYPES else t
 
 
-def _spec(op: str, x: Tensor, width: int, weight_dtype: torch.dtype | None = None,
-          epsilon: float | None = None, variance_size: int | None = None,
-          scheme: QuantScheme | None = None, has_scale_ub: bool = False) -> KernelSpec:
-    return _cached_spec(op, x.dtype, default_block_size(op, scheme, width), weight_dtype,
-                        epsilon, variance_size, scheme, has_scale_ub)
+def _spec(
+    op: str,
+    x: Tensor,
+    width: int,
+    weight_dtype: torch.dtype | None = None,
+    epsilon: float | None = None,
+    variance_size: int | None = None,
+    scheme: QuantScheme | None = None,
+    has_scale_ub: bool = False,
+) -> KernelSpec:
+    return _cached_spec(
+        op,
+        x.dtype,
+        default_block_size(op, scheme, width),
+        weight_dtype,
+        epsilon,
+        variance_size,
+        scheme,
+        has_scale_ub,
+    )
 
 
 @lru_cache(maxsize=4096)
-def _cached_spec(op: str, dtype: torch.dtype, block: int, weight_dtype: torch.dtype | None,
-                 epsilon: float | None, variance_size: int | None, scheme: QuantScheme | None,
-                 has_scale_ub: bool) -> KernelSpec:
+def _cached_spec(
+    op: str,
+    dtype: torch.dtype,
+    block: int,
+    weight_dtype: torch.dtype | None,
+    epsilon: float | None,
+    variance_size: int | None,
+    scheme: QuantScheme | None,
+    has_scale_ub: bool,
+) -> KernelSpec:
     # Cached: a decode-sized launch must not pay for building and validating a spec.
-    return KernelSpec(op, dtype, weight_dtype, epsilon, variance_size, scheme, has_scale_ub,
-                      block, default_num_warps(block))
+    return KernelSpec(
+        op,
+        dtype,
+        weight_dtype,
+        epsilon,
+        variance_size,
+        scheme,
+        has_scale_ub,
+        block,
+        default_num_warps(block),
+    )
 
 
 def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
@@ -77,8 +108,14 @@ def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.de
     return torch.empty(tokens, groups, dtype=_F32, device=device)
 
 
-def _quant_args(scheme: QuantScheme, scales: Tensor | None, scale: Tensor | None,
-                scale_ub: Tensor | None, fused: bool, amax: Tensor | None = None) -> list:
+def _quant_args(
+    scheme: QuantScheme,
+    scales: Tensor | None,
+    scale: Tensor | None,
+    scale_ub: Tensor | None,
+    fused: bool,
+    amax: Tensor | None = None,
+) -> list:
     """Kernel arguments of the quant epilogue (order of emit_common.quant_params)."""
     if scheme.static:
         return [scale, scales] if fused else [scale]
@@ -98,10 +135,18 @@ def _check_norm_args(x: Tensor, weight: Tensor | None, residual: Tensor | None =
         raise ValueError(f"residual shape {tuple(residual.shape)} differs from x {tuple(x.shape)}")
 
 
-def norm(x: Tensor, residual: Tensor | None, weight: Tensor | None, epsilon: float,
-         variance_size: int | None = None, scheme: QuantScheme | None = None,
-         scale: Tensor | None = None, scale_ub: Tensor | None = None, *,
-         bake_epsilon: bool = False) -> tuple[Tensor, ...]:
+def norm(
+    x: Tensor,
+    residual: Tensor | None,
+    weight: Tensor | None,
+    epsilon: float,
+    variance_size: int | None = None,
+    scheme: QuantScheme | None = None,
+    scale: Tensor | None = None,
+    scale_ub: Tensor | None = None,
+    *,
+    bake_epsilon: bool = False,
+) -> tuple[Tensor, ...]:
     """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results."""
     _check_norm_args(x, weight, residual)
     x2 = _rows(x)
@@ -109,10 +154,18 @@ def norm(x: Tensor, residual: Tensor | None, weight: Tensor | None, epsilon: flo
     if variance_size is not None and not 0 < variance_size <= hidden:
         raise ValueError(f"rms_norm: variance_size {variance_size} not in [1, {hidden}]")
     op = ("fused_add_rms_norm" if residual is not None else "rms_norm") + (
-        "_quant" if scheme is not None else "")
-    spec = _spec(op, x, hidden, weight_dtype=None if weight is None else weight.dtype,
-                 epsilon=float(epsilon) if bake_epsilon else None, variance_size=variance_size,
-                 scheme=scheme, has_scale_ub=scale_ub is not None)
+        "_quant" if scheme is not None else ""
+    )
+    spec = _spec(
+        op,
+        x,
+        hidden,
+        weight_dtype=None if weight is None else weight.dtype,
+        epsilon=float(epsilon) if bake_epsilon else None,
+        variance_size=variance_size,
+        scheme=scheme,
+        has_scale_ub=scale_ub is not None,
+    )
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
     args: list = [x2, x2.stride(0)]
@@ -138,16 +191,22 @@ def norm(x: Tensor, residual: Tensor | None, weight: Tensor | None, epsilon: flo
     return tuple(t for t in (out, res_out, scales) if t is not None)
 
 
-def quant(x: Tensor, scheme: QuantScheme, scale: Tensor | None = None,
-          scale_ub: Tensor | None = None, op: str | None = None) -> tuple[Tensor, Tensor | None]:
+def quant(
+    x: Tensor,
+    scheme: QuantScheme,
+    scale: Tensor | None = None,
+    scale_ub: Tensor | None = None,
+    op: str | None = None,
+) -> tuple[Tensor, Tensor | None]:
     """The unfused quant of `scheme` (as ops.quant_native): (q, scales or None if static)."""
     if op is None:
         op = _QUANT_OP[(scheme.is_fp8, scheme.static, scheme.granularity)]
     x2 = _rows(x)
     tokens, hidden = x2.shape
     if scheme.granularity == "group" and hidden % scheme.group_size:
-        raise ValueError(f"{op}: group_size {scheme.group_size} does not divide hidden size "
-                         f"{hidden}")
+        raise ValueError(
+            f"{op}: group_size {scheme.group_size} does not divide hidden size {hidden}"
+        )
     spec = _spec(op, x, hidden, scheme=scheme, has_scale_ub=scale_ub is not None)
     q = torch.empty(x.shape, dtype=scheme.dtype, device=x.device)
     scales = None if scheme.static else _alloc_scales(scheme, tokens, hidden, x.device)
@@ -158,7 +217,13 @@ def quant(x: Tensor, scheme: QuantScheme, scale: Tensor | None = None,
         prologue = (x2, x2.stride(0), amax, hidden)
         if tokens == 0:  # the native's scale of an empty tensor: the floor
             scales.fill_(1.0 / (scheme.qmax * 512.0))
-    args = [x2, x2.stride(0), _kernel_view(q), hidden, *_quant_args(scheme, scales, scale, scale_ub, False, amax)]
+    args = [
+        x2,
+        x2.stride(0),
+        _kernel_view(q),
+        hidden,
+        *_quant_args(scheme, scales, scale, scale_ub, False, amax),
+    ]
     _launch(spec, tokens, *args, hidden, prologue=prologue)
     return q, scales
 
@@ -173,16 +238,21 @@ _QUANT_OP = {
 }
 
 
-def silu(x: Tensor, scheme: QuantScheme | None = None, scale: Tensor | None = None,
-         scale_ub: Tensor | None = None) -> tuple[Tensor, ...]:
+def silu(
+    x: Tensor,
+    scheme: QuantScheme | None = None,
+    scale: Tensor | None = None,
+    scale_ub: Tensor | None = None,
+) -> tuple[Tensor, ...]:
     """The silu_and_mul family: (out,) or (q, scales)."""
     if x.dim() == 0 or x.shape[-1] % 2:
-        raise ValueError(f"silu_and_mul: last dimension {x.shape[-1] if x.dim() else 0} is not even")
+        raise ValueError(
+            f"silu_and_mul: last dimension {x.shape[-1] if x.dim() else 0} is not even"
+        )
     x2 = _rows(x)
     tokens, d = x2.shape[0], x2.shape[1] // 2
     if scheme is not None and scheme.granularity == "group" and d % scheme.group_size:
-        raise ValueError(f"silu_and_mul_quant: group_size {scheme.group_size} does not divide "
-                         f"{d}")
+        raise ValueError(f"silu_and_mul_quant: group_size {scheme.group_size} does not divide {d}")
     op = "silu_and_mul" if scheme is None else "silu_and_mul_quant"
     spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None)
     out_dtype = x.dtype if scheme is None else scheme.dtype
@@ -199,12 +269,31 @@ def silu(x: Tensor, scheme: QuantScheme | None = None, scale: Tensor | None = No
     return out, scales
 
 
-def fused_scheme(op: str, scale: Tensor | None, scale_ub: Tensor | None, quant_dtype: torch.dtype,
-                 static: bool, granularity: str, group_size: int, column_major_scales: bool,
-                 use_ue8m0: bool, group_eps: float) -> QuantScheme:
+def fused_scheme(
+    op: str,
+    scale: Tensor | None,
+    scale_ub: Tensor | None,
+    quant_dtype: torch.dtype,
+    static: bool,
+    granularity: str,
+    group_size: int,
+    column_major_scales: bool,
+    use_ue8m0: bool,
+    group_eps: float,
+) -> QuantScheme:
     """The validated scheme of a fused op's arguments (the native's checks and messages)."""
-    return _fused_scheme(op, scale is not None, scale_ub is not None, quant_dtype, static,
-                         granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+    return _fused_scheme(
+        op,
+        scale is not None,
+        scale_ub is not None,
+        quant_dtype,
+        static,
+        granularity,
+        group_size,
+        column_major_scales,
+        use_ue8m0,
+        group_eps,
+    )
 
 
 _GIVEN = torch.empty(0)  # stands for "a tensor was passed": scheme_of only tests for None
@@ -213,5 +302,6 @@ _GIVEN = torch.empty(0)  # stands for "a tensor was passed": scheme_of only test
 @lru_cache(maxsize=1024)
 def _fused_scheme(op: str, has_scale: bool, has_scale_ub: bool, *scheme_args) -> QuantScheme:
     # Cached (the arguments are plain values); errors are not cached and re-raise each call.
-    return scheme_of(op, _GIVEN if has_scale else None, _GIVEN if has_scale_ub else None,
-                     *scheme_args)
+    return scheme_of(
+        op, _GIVEN if has_scale else None, _GIVEN if has_scale_ub else None, *scheme_args
+    )

@@ -48,14 +48,20 @@ def _device_problem(metas: list[TensorMeta]) -> str | None:
     if device in _GPU_DEVICES:
         return None
     if device == "cpu":
-        return None if interpreting() else "CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)"
+        return (
+            None if interpreting() else "CPU tensors need Triton's interpreter (TRITON_INTERPRET=1)"
+        )
     return f"tensors on {device!r}; Triton runs on cuda/rocm (or the CPU interpreter)"
 
 
 def _tiled(op: str, args: dict[str, Any]) -> bool:
     """Whether the op's kernel splits rows into column tiles (spec.tileable)."""
-    if op in ("silu_and_mul", "static_scaled_fp8_quant", "static_scaled_int8_quant",
-              "per_token_group_fp8_quant"):
+    if op in (
+        "silu_and_mul",
+        "static_scaled_fp8_quant",
+        "static_scaled_int8_quant",
+        "per_token_group_fp8_quant",
+    ):
         return True
     return op == "silu_and_mul_quant" and (args["static"] or args["granularity"] == "group")
 
@@ -81,8 +87,7 @@ def supports_args(op: str, **args: Any) -> bool | str:
     metas = [v for v in args.values() if isinstance(v, TensorMeta)]
     problem = _device_problem(metas)
     x = args["x"]
-    problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1,
-                                      _tiled(op, args))
+    problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1, _tiled(op, args))
     w = args.get("weight")
     if problem is None and w is not None:
         if w.dtype not in ACT_DTYPES:
@@ -108,6 +113,7 @@ def register() -> None:
     from vllm_xdsl.backends.triton.functions import FUNCTIONS
 
     for name, fn in FUNCTIONS.items():
+
         def check(_op: str = name, **args: Any) -> bool | str:
             return supports_args(_op, **args)
 

@@ -38,8 +38,11 @@ def _prologue(spec: KernelSpec) -> tuple[str, ...]:
     if s is None or s.granularity != "group":
         return (*lines, f"cols = {base}tl.arange(0, BLOCK)")
     g = s.group_size
-    return (*lines, f"# the columns as a [BLOCK // {g}, {g}] tile: one tile row per quant group",
-            f"cols = {base}tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]")
+    return (
+        *lines,
+        f"# the columns as a [BLOCK // {g}, {g}] tile: one tile row per quant group",
+        f"cols = {base}tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]",
+    )
 
 
 def _row_axis(spec: KernelSpec) -> str:
@@ -49,8 +52,7 @@ def _row_axis(spec: KernelSpec) -> str:
 
 
 def _load(ptr: str, stride: str, extra: str = "") -> str:
-    return (f"tl.load({ptr} + row * {stride} + {extra}cols, mask=mask, other=0.0)"
-            ".to(tl.float32)")
+    return f"tl.load({ptr} + row * {stride} + {extra}cols, mask=mask, other=0.0).to(tl.float32)"
 
 
 def _store(ptr: str, stride: str, value: str, dtype: torch.dtype) -> str:
@@ -79,24 +81,31 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
 
     k.add(*_prologue(spec), "mask = cols < H", "x = " + _load("x_ptr", "x_row_stride"))
     if spec.has_residual:
-        k.add("# s = x + residual in f32; residual_out is s rounded, the norm uses s unrounded",
-              "x = x + " + _load("residual_ptr", "residual_row_stride"),
-              _store("residual_out_ptr", "residual_out_row_stride", round_to("x", spec.dtype),
-                     spec.dtype))
+        k.add(
+            "# s = x + residual in f32; residual_out is s rounded, the norm uses s unrounded",
+            "x = x + " + _load("residual_ptr", "residual_row_stride"),
+            _store(
+                "residual_out_ptr", "residual_out_row_stride", round_to("x", spec.dtype), spec.dtype
+            ),
+        )
     if spec.variance_size is None:
         k.add(f"var = tl.div_rn(tl.sum(x * x, axis={_row_axis(spec)}), H * 1.0)")
     else:
         vs = spec.variance_size
-        k.add(f"# the variance covers the first {vs} columns only",
-              f"var = tl.div_rn(tl.sum(tl.where(cols < {vs}, x * x, 0.0), axis=0), {flt(vs)})")
+        k.add(
+            f"# the variance covers the first {vs} columns only",
+            f"var = tl.div_rn(tl.sum(tl.where(cols < {vs}, x * x, 0.0), axis=0), {flt(vs)})",
+        )
     k.add(f"y = x * tl.div_rn(1.0, tl.sqrt_rn(var + {eps}))")
     final = spec.dtype
     if spec.weight_dtype is not None:
         wd = spec.weight_dtype
         then = "" if wd == spec.dtype else f", then to {spec.dtype}"
-        k.add(f"# y.to(weight.dtype) * weight, rounded to {wd}{then}",
-              "w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)",
-              "y = " + round_to(round_to("y", wd) + " * w", wd))
+        k.add(
+            f"# y.to(weight.dtype) * weight, rounded to {wd}{then}",
+            "w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)",
+            "y = " + round_to(round_to("y", wd) + " * w", wd),
+        )
         final = None if wd == spec.dtype else spec.dtype
     if final is not None:
         k.add("y = " + round_to("y", final))
@@ -112,11 +121,17 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
     assert spec.scheme is not None
     kernels = []
     if not spec.scheme.static and spec.scheme.granularity == "tensor":
-        a = KernelText(f"{spec.op}_absmax_kernel",
-                       ["x_ptr", "x_row_stride", "amax_ptr", "N", "BLOCK: tl.constexpr"])
-        a.add(*_PROLOGUE, "mask = cols < N", "x = " + _load("x_ptr", "x_row_stride"),
-              "# amax_ptr starts at 0; absmax >= 0, so a float atomic max is exact",
-              "tl.atomic_max(amax_ptr, tl.max(tl.abs(x), axis=0))")
+        a = KernelText(
+            f"{spec.op}_absmax_kernel",
+            ["x_ptr", "x_row_stride", "amax_ptr", "N", "BLOCK: tl.constexpr"],
+        )
+        a.add(
+            *_PROLOGUE,
+            "mask = cols < N",
+            "x = " + _load("x_ptr", "x_row_stride"),
+            "# amax_ptr starts at 0; absmax >= 0, so a float atomic max is exact",
+            "tl.atomic_max(amax_ptr, tl.max(tl.abs(x), axis=0))",
+        )
         kernels.append(a)
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])
     k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
@@ -134,12 +149,15 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.scheme is not None:
         k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
     k.params += ["D", "BLOCK: tl.constexpr"]
-    k.add(*_prologue(spec), "mask = cols < D",
-          "a = " + _load("x_ptr", "x_row_stride"),
-          "b = " + _load("x_ptr", "x_row_stride", "D + "),
-          f"# silu(a) and the product are each rounded to {spec.dtype}, as torch computes them",
-          "y = " + round_to("tl.div_rn(a, 1.0 + tl.exp(-a))", spec.dtype),
-          "y = " + round_to("y * b", spec.dtype))
+    k.add(
+        *_prologue(spec),
+        "mask = cols < D",
+        "a = " + _load("x_ptr", "x_row_stride"),
+        "b = " + _load("x_ptr", "x_row_stride", "D + "),
+        f"# silu(a) and the product are each rounded to {spec.dtype}, as torch computes them",
+        "y = " + round_to("tl.div_rn(a, 1.0 + tl.exp(-a))", spec.dtype),
+        "y = " + round_to("y * b", spec.dtype),
+    )
     if spec.scheme is None:
         k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
     else:
