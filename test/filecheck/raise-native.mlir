@@ -483,3 +483,22 @@ func.func @neg_silu(%x: tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<4x128xf1
   %m3 = torch.call "aten::mul.Tensor"(%sf, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf32>, tensor<8x64xf16>) -> tensor<8x64xf32>
   func.return %m, %m2, %m3 : tensor<8x64xf16>, tensor<4x128xf16>, tensor<8x64xf32>
 }
+
+// ----- clean-up ------------------------------------------------------------------------------
+
+// The dead decomposition is erased, but an unused call that mutates or that is not a known
+// functional op stays (and so does the chunk it reads). aten.chunk is a split too.
+// CHECK-LABEL: func.func @cleanup
+// CHECK-NEXT:    torch.call "aten::chunk.default"
+// CHECK-NEXT:    %[[M:.*]] = vllm.silu_and_mul %x : tensor<4x128xf32> -> tensor<4x64xf32>
+// CHECK-NEXT:    torch.call "aten::copy_.default"
+// CHECK-NEXT:    torch.call "mylib::opaque.default"
+// CHECK-NEXT:    func.return %[[M]]
+func.func @cleanup(%x: tensor<4x128xf32>, %buf: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  %g, %u = torch.call "aten::chunk.default"(%x) [#torch.operand<0>, 2 : i64, -1 : i64] : (tensor<4x128xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>)
+  %s = torch.call "aten::silu.default"(%g) [#torch.operand<0>] : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %m = torch.call "aten::mul.Tensor"(%s, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  %c = torch.call "aten::copy_.default"(%buf, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  %o = torch.call "mylib::opaque.default"(%u) [#torch.operand<0>] : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  func.return %m : tensor<4x64xf32>
+}

@@ -49,8 +49,10 @@ def _half(v: SSAValue) -> tuple[SSAValue, int] | None:
     if not isinstance(x, SSAValue) or (h := m.static_last_dim(x)) is None or h % 2:
         return None
     target, size, dim = op.target.data, m.arg(op, 1), m.arg(op, 2, default=0)
-    halves = (target == "aten::split.Tensor" and size == h // 2) or (
-        target == "aten::split_with_sizes.default" and size == [h // 2, h // 2]
+    halves = (
+        (target == "aten::split.Tensor" and size == h // 2)
+        or (target == "aten::split_with_sizes.default" and size == [h // 2, h // 2])
+        or (target == "aten::chunk.default" and size == 2)
     )
     if not halves or not m.is_last_dim(dim, x):
         return None
