@@ -52,7 +52,8 @@ class AutoChoice:
                                                                      key=lambda kv: kv[1]))
             extra = "".join(f"; {p} excluded (wrong): {why}" for p, why in r.excluded.items())
             extra += "".join(f"; {p} not measured: {why}" for p, why in r.pruned.items())
-            how = {"cache": " (cached)", "budget": " (budget exhausted: previous winner)"}
+            how = {"cache": " (cached)", "table": " (given table)",
+                   "budget": " (budget exhausted: previous winner)"}
             lines.append(f"auto T<={r.bucket.tokens}: {r.winner}{how.get(r.source, '')}"
                          f"{' [' + times + ']' if times else ''}{extra}")
         return lines
