@@ -108,7 +108,7 @@ class BucketResult:
 class Table:
     """The tuned buckets of one target: the cache file's, plus what this process measured."""
 
-    _tables: dict[str, Table] = {}
+    _tables: dict[str, Table] = {}  # per target, cache file and given table
 
     def __init__(self, target: str) -> None:
         self.target = target
@@ -117,9 +117,10 @@ class Table:
 
     @classmethod
     def of(cls, target: str) -> Table:
-        if target not in cls._tables:
-            cls._tables[target] = cls(target)
-        return cls._tables[target]
+        key = f"{target}|{cache.cache_path()}|{os.environ.get(TABLE_ENV)}"
+        if key not in cls._tables:
+            cls._tables[key] = cls(target)
+        return cls._tables[key]
 
     @classmethod
     def forget(cls) -> None:

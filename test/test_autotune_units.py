@@ -1,0 +1,136 @@
+"""Autotuning pieces in-process: buckets, the runtime pick, policy errors, the CLI.
+
+In-process providers are registered for one test and removed after it; timings here are
+not asserted (the pytest process may run two threads on a loaded machine: the speed
+claims are tested with one thread in test_autotune.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from vllm_xdsl import ops
+from vllm_xdsl.ops import DispatchError, TensorMeta
+from vllm_xdsl.tune import STATS, Table, bucket_of, token_bucket
+from vllm_xdsl.tune.__main__ import main
+from vllm_xdsl.tune.bucket import bucket_range
+from vllm_xdsl.tune.runtime import pick
+
+X = TensorMeta(torch.float32, (48, 64), "cpu")
+W = TensorMeta(torch.float32, (64,), "cpu")
+IR = """func.func @f(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> {
+  %y = vllm.rms_norm %x weight(%w : tensor<64xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x64xf32> -> tensor<?x64xf32>
+  func.return %y : tensor<?x64xf32>
+}
+"""
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("VLLM_XDSL_TUNE_TABLE", raising=False)
+    monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
+    yield tmp_path / "cache"
+    Table.forget()
+
+
+@pytest.fixture
+def lean_provider():
+    @ops.rms_norm.register_impl("unit_lean")
+    def rms_norm(x, weight, epsilon, variance_size=None):
+        r = torch.linalg.vector_norm(x.float(), dim=-1, keepdim=True)
+        y = x.float() * torch.rsqrt(r.square_().div_(x.shape[-1]).add_(epsilon))
+        return (y if weight is None else y.to(weight.dtype) * weight).to(x.dtype)
+
+    yield "unit_lean"
+    ops.rms_norm.unregister_impl("unit_lean")
+
+
+def test_buckets():
+    assert [token_bucket(t) for t in (0, 1, 2, 3, 4, 5, 64, 65)] == [1, 1, 2, 4, 4, 8, 64, 128]
+    assert bucket_range(5) == [1, 2, 4, 8] and bucket_range(1) == [1]
+    a = bucket_of("rms_norm", {"x": X, "weight": W, "epsilon": 1e-5, "variance_size": None}, "cpu")
+    b = bucket_of("rms_norm", {"x": TensorMeta(torch.float32, (2, 20, 64), "cpu"), "weight": W,
+                               "epsilon": 1e-6, "variance_size": None}, "cpu")
+    assert a == b and a.tokens == 64  # epsilon's value and the leading-dim split do not matter
+    assert a.key == ("rms_norm|cpu|T<=64|x=float32[T,64] weight=float32[64] epsilon=float "
+                     "variance_size=None")
+    tensor_eps = TensorMeta(torch.float64, (), "cpu")
+    c = bucket_of("rms_norm", {"x": X, "weight": None, "epsilon": tensor_eps,
+                               "variance_size": None}, "cpu")
+    assert c.shape == "x=float32[T,64] weight=None epsilon=tensor variance_size=None"
+
+
+def test_runtime_pick():
+    tokens, winners = [1, 2, 4], ["a", "b", "c"]
+    assert [pick(tokens, winners, t) for t in (0, 1, 2, 3, 4, 5, 1000)] == \
+        ["a", "a", "b", "c", "c", "c", "c"]
+
+
+def test_policy_errors(cache_dir, lean_provider, tmp_path, monkeypatch):
+    args = {"x": X, "weight": W, "epsilon": 1e-6}
+    with pytest.raises(DispatchError, match=r"'auto' cannot be combined with forced unit_lean!"):
+        ops.select("rms_norm", args, "rms_norm=unit_lean!,auto", target="cpu")
+    with pytest.raises(DispatchError, match="unknown provider 'nope' in priority"):
+        ops.select("rms_norm", args, "rms_norm=nope,auto", target="cpu")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"entries": {"k": {"no_winner": 1}}}')
+    monkeypatch.setenv("VLLM_XDSL_TUNE_TABLE", str(bad))
+    with pytest.raises(DispatchError, match=r"bad.json: not a tuning table \(entries must map"):
+        ops.select("rms_norm", args, "rms_norm=auto", target="cpu")
+
+
+def test_select_auto_in_process(cache_dir, lean_provider):
+    d = ops.select("rms_norm", {"x": X, "weight": W, "epsilon": 1e-6}, "rms_norm=auto", "cpu")
+    assert d.provider in ("unit_lean", "native")
+    loser = "native" if d.provider == "unit_lean" else "unit_lean"
+    assert dict(d.rejected)[loser].startswith("slower: ")
+    # Only the named providers (and native) are candidates: nothing else is measured.
+    measured = STATS.measured
+    d = ops.select("rms_norm", {"x": TensorMeta(torch.float32, (3, 64), "cpu"), "weight": W,
+                                "epsilon": 1e-6}, "rms_norm=triton,auto", "cpu")
+    assert d.provider == "native" and STATS.measured == measured  # triton ineligible here
+
+
+def test_cli(cache_dir, lean_provider, tmp_path, capsys):
+    ir = tmp_path / "m.mlir"
+    ir.write_text(IR)
+    assert main([str(ir), "--target", "cpu", "--max-tokens", "4", "--budget", "10"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("rms_norm")]
+    assert [r.split()[1] for r in rows] == ["T<=1", "T<=2", "T<=4"]
+    assert all(r.split()[2] in ("unit_lean", "native") and " (us)" in r for r in rows)
+    assert "3 bucket(s), 6 timing(s) in " in out and str(cache_dir) in out
+    Table.forget()  # read the file again, as another process would
+    assert main([str(ir), "--target", "cpu", "--max-tokens", "4"]) == 0
+    assert "3 bucket(s), 0 timing(s) in " in capsys.readouterr().out
+    assert main(["--show", "--target", "cpu"]) == 0
+    shown = capsys.readouterr().out
+    assert "autotune cache" in shown and "3 bucket(s)" in shown and "measured on: device " in shown
+    assert main(["--show", "--json", "--op", "rms_norm"]) == 0
+    table = json.loads(capsys.readouterr().out)["entries"]
+    assert sorted(e["tokens"] for e in table.values()) == [1, 2, 4]
+    assert all(set(e["times_us"]) == {"unit_lean", "native"} for e in table.values())
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "give an IR file to tune, or --show"),
+    (["/no/such.mlir"], "cannot read /no/such.mlir: No such file or directory"),
+    (["{ir}", "--max-tokens", "0"], "--max-tokens must be at least 1"),
+    (["{ir}", "--priority", "rms_norm=,auto"], "bad priority 'rms_norm=,auto' for rms_norm"),
+    (["{bad}"], "not valid IR: "),
+    (["{empty}"], "no vllm.* op to tune"),
+])
+def test_cli_bad_input(cache_dir, tmp_path, capsys, argv, message):
+    files = {"ir": IR, "bad": "this is not IR", "empty": "func.func @f() {\n  func.return\n}\n"}
+    for name, text in files.items():
+        (tmp_path / f"{name}.mlir").write_text(text)
+    argv = [a.format(**{k: str(tmp_path / f"{k}.mlir") for k in files}) for a in argv]
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("vllm_xdsl.tune: error: ") and message in err
