@@ -53,7 +53,7 @@ def test_pass_is_idempotent() -> None:
 
 
 def test_registered_and_options_parse() -> None:
-    from xdsl.utils.parse_pipeline import parse_pipeline
+    from xdsl.utils.arg_spec import parse_pipeline
 
     assert get_pass("raise-native") is RaiseNativePass
     (spec,) = parse_pipeline("raise-native{exact=true approx=false}")
