@@ -18,6 +18,31 @@ raise_quant.py and raise_silu.py. Three levels:
 - `approx=true`: also forms that round at another point (the HF residual sum rounded to
   f16/bf16 before the norm -> fused_add_rms_norm; an f16 quotient before fp8): within the
   per-op OPS.md tolerance, but measurably different after fp8 layers downstream.
+
+| form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
+|------------------------------------------------------------------|----------------------------|---------|
+| `xf * rsqrt(mean(xf^2, -1, keepdim) + eps)`, eps literal/0-d input | rms_norm (f32 x)           | exact   |
+| `... / sqrt(...)`                                                | rms_norm                   | default |
+| then `.to(x.dtype)` (`convert_element_type` or `_to_copy`)        | rms_norm(x)                | exact   |
+| `* w` after the cast, w of x's dtype / before it, any float w     | weight(w) / weight(w.f32)  | exact   |
+| `* (1 + w.float())` (Gemma)                                      | weight(that f32 value)     | exact   |
+| `x.float() + r.float()` before the norm (vLLM native), f32 `x + r` | fused_add_rms_norm         | exact   |
+| `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm         | approx  |
+| `x.float() * scale.reciprocal()` (f32 reciprocal), clamp(+-FMAX), fp8 | static_scaled_fp8_quant | exact   |
+| `x / scale` computed in f32                                      | static_scaled_fp8_quant    | default |
+| quotient rounded to f16 / to bf16 before fp8                     | static / never             | approx / - |
+| `clamp_min(amax(abs(x)) / FMAX, 1/(FMAX*512))`, `x.float() / s`  | dynamic_per_token (+scale_ub) | exact |
+| same with `max(dim)`+unsqueeze, `* s.reciprocal()` (vLLM native) | dynamic_per_token          | default |
+| FMAX as a graph input (a float global under dynamic=True)         | -                          | never   |
+| `silu(x[..., :d]) * x[..., d:]`, slice/split/chunk, aten.silu    | silu_and_mul               | exact   |
+| Inductor's decomposed silu (`xf / (1 + exp(-xf))`, `xf * sigmoid(xf)`) | silu_and_mul         | default |
+
+Never raised (the meaning differs): a mean over another dim, no keepdim, eps added after
+the rsqrt, a non-scalar or negative eps, another power than 2, clamp bounds other than
++-FMAX of the result's fp8 type (e4m3fn 448, e4m3fnuz 224), a reciprocal rounded to
+f16/bf16, swapped SiLU halves, a SiLU kept in f32 for the product, and any weight
+multiply whose rounding is not the contract's (an f32 weight on a bf16 norm output: the
+norm is raised and the multiply stays).
 """
 
 from __future__ import annotations
