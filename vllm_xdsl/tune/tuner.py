@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from vllm_xdsl.ops.impl import Impl
 from vllm_xdsl.ops.policy import DispatchError
@@ -219,7 +220,10 @@ def tune(
                         raise DispatchError(f"{b.op}: priority 'auto' for {b}: {problem}")
                     slice_s = max(0.002, min(_SLICE_MAX_S, left / max(1, (len(tokens) - i)
                                                                    * len(candidates))))
-                    result = _measure_bucket(op, meta, b, candidates, dropped, slice_s)
+                    # Real tensors, even when called from a compiler backend (where a fake
+                    # or proxy mode is active).
+                    with _disable_current_modes():
+                        result = _measure_bucket(op, meta, b, candidates, dropped, slice_s)
             results.append(result)
             _drop_losers(result, dropped)
     finally:
