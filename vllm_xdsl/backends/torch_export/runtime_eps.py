@@ -40,5 +40,8 @@ def tensor_epsilon_op(overload: torch._ops.OpOverload, semantic: str) -> torch._
         return overload(*args)
 
     _LIB.impl(name, kernel, "CompositeExplicitAutograd")
-    torch.library.register_fake(f"{NAMESPACE}::{name}", lambda *args: native(*args), lib=_LIB)
+    # An op may take arguments after the native's (auto.*: its bucket table): not the fake's.
+    count = len(ops.ALL_OPS[semantic].signature.parameters)
+    torch.library.register_fake(f"{NAMESPACE}::{name}", lambda *args: native(*args[:count]),
+                                lib=_LIB)
     return getattr(getattr(torch.ops, NAMESPACE), name).default
