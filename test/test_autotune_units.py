@@ -134,3 +134,64 @@ def test_cli_bad_input(cache_dir, tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert e.value.code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("vllm_xdsl.tune: error: ") and message in err
+
+
+def test_torch_compile_with_auto(cache_dir, tmp_path, monkeypatch):
+    """torch.compile(dynamic=True) with priority auto: the graph holds the runtime selection
+    (a given table: native up to 2 tokens, unit_count above) and runs each bucket's winner."""
+    from vllm_xdsl.tune.bucket import Bucket
+
+    calls = []
+
+    @ops.rms_norm.register_impl("unit_count")
+    def rms_norm(x, weight, epsilon, variance_size=None):
+        calls.append(x.shape[0])
+        return ops.rms_norm.native(x, weight, epsilon, variance_size)
+
+    shape = "x=float32[T,64] weight=float32[64] epsilon=tensor variance_size=None"
+    table = {Bucket("rms_norm", "cpu", t, shape).key: {"winner": "native" if t <= 2 else "unit_count"}
+             for t in (1, 2, 4)}
+    (tmp_path / "t.json").write_text(json.dumps({"entries": table}))
+    monkeypatch.setenv("VLLM_XDSL_TUNE_TABLE", str(tmp_path / "t.json"))
+    monkeypatch.setenv("VLLM_XDSL_TUNE_MAX_TOKENS", "4")
+
+    class Norm(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(64))
+            self.eps = 1e-6
+
+        def forward(self, x):
+            x = x * 2
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.w
+
+    try:
+        model = Norm().eval()
+        compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True, options={
+            "priority": "rms_norm=auto", "target": "cpu", "inner": "eager", "strict": True})
+        with torch.no_grad():
+            for t in (2, 3, 9):
+                x = torch.randn(t, 64)
+                torch.testing.assert_close(compiled(x), model(x))
+        assert calls == [3, 9]  # 2 tokens: native; 3 (T<=4) and 9 (above the last): unit_count
+        from vllm_xdsl.transforms.lower_dispatch import LAST_REPORT
+
+        assert "rms_norm -> auto" in LAST_REPORT.format()
+    finally:
+        ops.rms_norm.unregister_impl("unit_count")
+        torch._dynamo.reset()
+
+
+def test_budget_bounds_tuning(cache_dir, lean_provider, tmp_path, capsys):
+    ir = tmp_path / "m.mlir"
+    ir.write_text(IR)
+    # A budget spent by the first bucket: the rest take its winner, are reported as such and
+    # are not cached (a later run with more budget measures them).
+    assert main([str(ir), "--target", "cpu", "--max-tokens", "8", "--budget", "1e-6"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("rms_norm")]
+    assert len(rows) == 4 and "(budget exhausted: previous winner)" not in rows[0]
+    assert all(r.endswith("(budget exhausted: previous winner)") for r in rows[1:])
+    assert "4 bucket(s), 2 timing(s) in " in out and "(budget 1e-06 s per op)" in out
+    assert main(["--show", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["entries"]) == 1

@@ -128,20 +128,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-tokens", type=int, help="largest token bucket (default 4096)")
     p.add_argument("--budget", type=float, help="seconds of tuning per op (default 60)")
     a = p.parse_args(argv)
-    if a.max_tokens is not None:
-        if a.max_tokens < 1:
-            p.error("--max-tokens must be at least 1")
-        os.environ[tuner.MAX_TOKENS_ENV] = str(a.max_tokens)
-    if a.budget is not None:
-        if a.budget <= 0:
-            p.error("--budget must be positive")
-        os.environ[tuner.BUDGET_ENV] = str(a.budget)
+    if a.max_tokens is not None and a.max_tokens < 1:
+        p.error("--max-tokens must be at least 1")
+    if a.budget is not None and a.budget <= 0:
+        p.error("--budget must be positive")
     target = a.target or _default_target()
     if a.show == (a.file is not None):
         p.error("give an IR file to tune, or --show")
     if a.show:
         return show(p, target, a.op, a.json)
-    return tune_file(p, a.file, target, a.priority)
+    # The options reach the tuner as its environment variables, for this call only.
+    saved = {k: os.environ.get(k) for k in (tuner.MAX_TOKENS_ENV, tuner.BUDGET_ENV)}
+    for key, value in ((tuner.MAX_TOKENS_ENV, a.max_tokens), (tuner.BUDGET_ENV, a.budget)):
+        if value is not None:
+            os.environ[key] = str(value)
+    try:
+        return tune_file(p, a.file, target, a.priority)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _default_target() -> str:
