@@ -90,7 +90,7 @@ def test_unknown_pass_is_skipped_with_a_debug_log(caplog) -> None:
     model, compiled = _compile({"inner": "eager", "passes": ["no-such-pass", "raise-native"]})
     with caplog.at_level(logging.DEBUG, logger="vllm_xdsl"):
         _check(model, compiled)
-    assert backend.RESULTS[-1].skipped == ["no-such-pass"]
+    assert backend.RESULTS.last.skipped == ["no-such-pass"]
     assert any("no-such-pass skipped" in r.getMessage() for r in caplog.records)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
@@ -126,7 +126,7 @@ def test_runtime_epsilon_unlowered_and_provider() -> None:
     with the tensor) and as a provider op (wrapper reading it at run time)."""
     model, compiled = _compile({"inner": "eager", "passes": ["raise-native"], "strict": True})
     _check(model, compiled)
-    stage = backend.RESULTS[-1].stages[-1]
+    stage = backend.RESULTS.last.stages[-1]
     assert stage.op_counts["vllm.rms_norm"] == 1
     pytest.importorskip("triton")
     model, compiled = _compile({
@@ -136,7 +136,7 @@ def test_runtime_epsilon_unlowered_and_provider() -> None:
     with torch.no_grad():
         x = torch.randn(5, HIDDEN)
         torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
-    assert backend.RESULTS[-1].stages[-1].op_counts["triton.rms_norm"] == 1
+    assert backend.RESULTS.last.stages[-1].op_counts["triton.rms_norm"] == 1
 
 
 def test_training_forward_and_backward() -> None:

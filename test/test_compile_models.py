@@ -61,7 +61,7 @@ def run_model(name: str, dtype: torch.dtype, form: str, inner: str = "eager"):
     torch.manual_seed(0)
     model = make().to(dtype)
     torch._dynamo.reset()  # a fresh compile per test (Dynamo caches by code object)
-    before = len(backend.RESULTS)
+    before = backend.RESULTS.count
     compiled = torch.compile(
         model, backend="vllm_xdsl", dynamic=True if form == "dynamic" else None,
         options={"inner": inner, "strict": True},
@@ -75,7 +75,7 @@ def run_model(name: str, dtype: torch.dtype, form: str, inner: str = "eager"):
             got, want = compiled(x).float(), model(x).float()
             tol = TOL[dtype]
             errors.append(((got - want).abs() - (tol + tol * want.abs())).max().item())
-    return backend.RESULTS[before:], errors
+    return backend.RESULTS.since(before), errors
 
 
 CASES = [

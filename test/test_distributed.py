@@ -58,14 +58,14 @@ def _worker(rank: int, init_file: str, dump_dir: str) -> None:
             for tokens in (3, 11):
                 x = torch.randn(tokens, HIDDEN)  # same on both ranks (same seed)
                 torch.testing.assert_close(compiled(x), block(x), atol=1e-5, rtol=1.3e-6)
-        counts = backend.RESULTS[-1].stages[1].op_counts  # after raise-native
+        counts = backend.RESULTS.last.stages[1].op_counts  # after raise-native
         assert counts["vllm.rms_norm"] == 1 and counts["vllm.silu_and_mul"] == 1, counts
         (graph_dir,) = os.scandir(os.environ["VLLM_XDSL_DUMP_DIR"])
         with open(os.path.join(graph_dir.path, "00-import.mlir")) as f:
             imported = f.read()
         assert '"_c10d_functional::all_reduce.default"' in imported
         assert '"_c10d_functional::wait_tensor.default"' in imported
-        assert len(backend.RESULTS) == 1, "one compile for every token count"
+        assert backend.RESULTS.count == 1, "one compile for every token count"
     finally:
         dist.destroy_process_group()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -71,8 +72,42 @@ class BackendOptions:
         )
 
 
-# The last pipeline results, newest last (the demo and tests read them).
-RESULTS: list[PipelineResult] = []
+class PipelineLog:
+    """The latest pipeline results (newest last) and how many graphs were compiled."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self._items: deque[PipelineResult] = deque(maxlen=keep)
+        self.count = 0
+
+    def add(self, result: PipelineResult) -> None:
+        self._items.append(result)
+        self.count += 1
+
+    def since(self, mark: int) -> list[PipelineResult]:
+        """The results of the graphs compiled after `count` was `mark`."""
+        n = min(self.count - mark, len(self._items))
+        return list(self._items)[len(self._items) - n:] if n > 0 else []
+
+    @property
+    def last(self) -> PipelineResult:
+        return self._items[-1]
+
+    # List-like view by absolute index (len = graphs compiled so far; old ones evicted):
+    # `mark = len(RESULTS); ...; RESULTS[mark:]` works as with a list.
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            if index.step not in (None, 1) or index.stop is not None:
+                raise IndexError("PipelineLog supports [start:] slices only")
+            start = index.start or 0
+            return self.since(start if start >= 0 else self.count + start)
+        return self._items[index] if index < 0 else self._items[index - self.count + len(self._items)]
+
+
+# Read by the demo and the tests.
+RESULTS = PipelineLog()
 
 
 def _inner_compile(inner: str, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
@@ -100,8 +135,7 @@ def transform(gm: torch.fx.GraphModule, options: PipelineOptions) -> torch.fx.Gr
         raise
     except Exception as e:
         raise StageError(stage, e) from e
-    RESULTS.append(result)
-    del RESULTS[:-16]
+    RESULTS.add(result)
     return exported
 
 

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"vllm-xdsl demo: {cfg}, {args.dtype}, inner={args.inner}, tokens={args.tokens}")
 
     torch._dynamo.reset()
-    before = len(backend.RESULTS)
+    before = backend.RESULTS.count
     compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True, options=options)
     baseline = None if args.no_baseline else torch.compile(model, dynamic=True)
     inputs = [torch.randint(0, cfg.vocab, (t,)) for t in args.tokens]
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         outs = [compiled(ids) for ids in inputs]
         compile_s = time.perf_counter() - start
-        results = backend.RESULTS[before:]
+        results = backend.RESULTS.since(before)
         print(f"\ncompiled {len(results)} graph(s) in {compile_s:.1f} s "
               f"for {len(args.tokens)} token counts")
         for result in results:
