@@ -112,7 +112,9 @@ RESULTS = PipelineLog()
 
 def _inner_compile(inner: str, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
     if inner == "eager":
-        return gm
+        from torch._functorch.aot_autograd import make_boxed_func
+
+        return make_boxed_func(gm)  # AOTAutograd's calling convention (a list of args)
     from torch._inductor.compile_fx import compile_fx_inner
 
     return compile_fx_inner(gm, example_inputs)
