@@ -6,6 +6,11 @@ implementation whose results meet the contract, measured on the device.
     vllm-opt --lower-dispatch="target=cpu priority=auto" in.mlir   # runtime selection op
     python -m vllm_xdsl.tune model.mlir --target cpu   |   python -m vllm_xdsl.tune --show
 
+Environment: VLLM_XDSL_TUNE_BUDGET (seconds per tuning call, default 60),
+VLLM_XDSL_TUNE_MAX_TOKENS (largest bucket, default 4096; larger counts use it),
+VLLM_XDSL_TUNE_TABLE (a table tuned elsewhere, e.g. `--show --json` on the GPU machine),
+VLLM_XDSL_CACHE_DIR (else $XDG_CACHE_HOME/vllm_xdsl, else ~/.cache/vllm_xdsl).
+
 Buckets: bucket.py; timing: measure.py; tuning: tuner.py; the cache file: cache.py; the
 policy hook: auto.py; the runtime selection torch ops: runtime.py.
 """

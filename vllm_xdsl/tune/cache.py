@@ -97,6 +97,7 @@ def _dir_hash(directory: str) -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def impl_hash(fn: Callable[..., Any]) -> str:
     """Source hash of an implementation: its own source and every .py file of its package
     directory (kernel templates and launchers usually live next to the registered

@@ -261,7 +261,9 @@ def _measure_bucket(
     small = bucket.tokens // 2 + 1
     checks = [args] if small >= bucket.tokens else [args, synth_args(meta, small, device, 1)]
     dtype = args["x"].dtype if isinstance(args.get("x"), torch.Tensor) else torch.float32
-    for c in candidates:
+    best = float("inf")
+    # Native first: a cheap reference time that lets a hopeless candidate stop after warm-up.
+    for c in sorted(candidates, key=lambda c: c.provider != "native"):
         if c.provider in dropped and c.provider != "native":
             result.pruned[c.provider] = dropped[c.provider]
             continue
@@ -277,10 +279,13 @@ def _measure_bucket(
                 logger.warning("autotune: %s excluded for %s: %s", c.provider, bucket, problem)
                 continue
         timed_args = _fresh_inputs(op, c, args)
-        timing = measure(c.impl.fn, timed_args, device, slice_s)
+        timing = measure(c.impl.fn, timed_args, device, slice_s,
+                         give_up_us=PRUNE_RATIO * best if best < float("inf") else None)
         STATS.measured += 1
         result.times[c.provider] = round(timing.us, 3)
-        result.method = timing.method
+        if timing.runs > 2 or not result.method:
+            result.method = timing.method
+        best = min(best, timing.us)
     result.winner = min(result.times, key=result.times.__getitem__)
     result.seconds = time.perf_counter() - t0
     logger.info("autotune %s: %s in %.3f s (%s)", bucket, _summary(result), result.seconds,
