@@ -13,8 +13,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent / "graphs"))
 
-import forms  # noqa: E402
-from harness import compile_and_run  # noqa: E402
+import native_forms as forms  # noqa: E402
+from raise_harness import compile_and_run  # noqa: E402
 
 H = 64
 BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32

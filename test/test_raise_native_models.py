@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent / "graphs"))
 
-from harness import compile_and_run  # noqa: E402
+from raise_harness import compile_and_run  # noqa: E402
 
 from vllm_xdsl.models import DecoderConfig, DecoderLayer  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Print the real aten graphs of the forms in forms.py, their IR, and the IR after
+"""Print the real aten graphs of the forms in native_forms.py, their IR, and the IR after
 raise-native: `python test/graphs/capture.py [name ...] [--dtype bf16] [--mark-dynamic]
 [--exact | --approx] [--fx]`. The IR printed parses with `vllm-opt` (save it as .mlir)."""
 
@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import forms  # noqa: E402
+import native_forms as forms  # noqa: E402
 
 from vllm_xdsl.dialects import make_context  # noqa: E402
 from vllm_xdsl.frontend import capture, import_graph  # noqa: E402
@@ -31,9 +31,9 @@ MODELS = {
     "per_token_vllm": (lambda: forms.DynamicPerTokenFp8Quant(H), 1),
     "per_token_scale_ub": (lambda: forms.DynamicPerTokenFp8Quant(H, scale_ub=True), 1),
     "per_token_amax_div": (lambda: forms.DynamicPerTokenFp8Quant(H, vllm_form=False), 1),
-    "silu_slice": (lambda: forms.SiluAndMul(H, "slice"), -2),
-    "silu_split": (lambda: forms.SiluAndMul(H, "split"), -2),
-    "silu_chunk": (lambda: forms.SiluAndMul(H, "chunk"), -2),
+    "silu_slice": (lambda: forms.SiluAndMul(H, "slice"), -1),
+    "silu_split": (lambda: forms.SiluAndMul(H, "split"), -1),
+    "silu_chunk": (lambda: forms.SiluAndMul(H, "chunk"), -1),
     "norm_then_quant": (lambda: forms.NormThenQuant(H), 1),
 }
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
@@ -41,20 +41,24 @@ DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("names", nargs="*", default=list(MODELS), choices=[[], *MODELS])
+    p.add_argument("names", nargs="*", help=f"forms to capture (default: all): {', '.join(MODELS)}")
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--mark-dynamic", action="store_true", help="mark_dynamic instead of dynamic=True")
     p.add_argument("--exact", action="store_true")
     p.add_argument("--approx", action="store_true")
     p.add_argument("--fx", action="store_true", help="also print the FX graph")
     args = p.parse_args()
+    unknown = [n for n in args.names if n not in MODELS]
+    if unknown:
+        p.error(f"unknown form {unknown[0]!r} (known: {', '.join(MODELS)})")
     dt = DTYPES[args.dtype]
-    for name in args.names:
+    for name in args.names or MODELS:
         make, n_inputs = MODELS[name]
         torch.manual_seed(0)
         model = make().to(dt)
-        width = 2 * H if n_inputs < 0 else H
-        inputs = [torch.randn(5, width, dtype=dt) for _ in range(abs(n_inputs))]
+        # -1: one input of width 2H (SiLU-and-mul), else n inputs of width H.
+        width, count = (2 * H, 1) if n_inputs < 0 else (H, n_inputs)
+        inputs = [torch.randn(5, width, dtype=dt) for _ in range(count)]
         torch._dynamo.reset()
         if args.mark_dynamic:
             gm = capture(model, *inputs, dynamic=None, mark_dynamic={i: 0 for i in range(len(inputs))})
