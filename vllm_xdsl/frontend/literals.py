@@ -8,6 +8,7 @@ values (layouts, memory formats, op overloads) as `#torch.enum<"dotted.path">`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -41,25 +42,49 @@ def _named(value: Any) -> str | None:
     return None
 
 
+# Attributes are immutable and verified on construction: building each distinct literal
+# once keeps the importer fast on large graphs.
+@functools.cache
+def _operand_ref(index: int) -> OperandRefAttr:
+    return OperandRefAttr(IntAttr(index))
+
+
+@functools.cache
+def _scalar(value: bool | int | float | str, kind: type) -> Attribute:
+    if kind is bool:
+        return BoolAttr.from_bool(bool(value))
+    if kind is int:
+        return IntegerAttr(value, IntegerType(64))
+    if kind is float:
+        return FloatAttr(value, Float64Type())
+    return StringAttr(value)  # type: ignore[arg-type]
+
+
+@functools.cache
+def _dtype(dtype: torch.dtype) -> DtypeAttr:
+    return DtypeAttr(ir_element_type(dtype))
+
+
+_NONE = NoneAttr()
+
+
 def literal(value: Any, operand: Callable[[torch.fx.Node], int], what: str) -> Attribute:
     """The attribute of one argument; `operand(node)` gives a node's operand index."""
     if isinstance(value, torch.fx.Node):
-        return OperandRefAttr(IntAttr(operand(value)))
-    if isinstance(value, bool):
-        return BoolAttr.from_bool(value)
-    if isinstance(value, int):
-        if not _I64_MIN <= value <= _I64_MAX:
-            raise FrontendError(f"{what}: integer {value} does not fit in i64")
-        return IntegerAttr(value, IntegerType(64))
-    if isinstance(value, float):
-        return FloatAttr(value, Float64Type())
-    if isinstance(value, str):
-        return StringAttr(value)
+        return _operand_ref(operand(value))
+    kind = type(value)
+    if kind is int and not _I64_MIN <= value <= _I64_MAX:
+        raise FrontendError(f"{what}: integer {value} does not fit in i64")
+    if kind in (bool, int, float, str):
+        # -0.0 and 0.0 (and nan) are equal keys or unhashable-equal: build those fresh.
+        if kind is float and (value == 0.0 or value != value):
+            return FloatAttr(value, Float64Type())
+        return _scalar(value, kind)
     if value is None:
-        return NoneAttr()
+        return _NONE
     if isinstance(value, torch.dtype):
         try:
-            return DtypeAttr(ir_element_type(value))
+            return _dtype(value)
         except UnsupportedDtypeError as e:
             raise FrontendError(f"{what}: {e}") from None
     if isinstance(value, torch.device):

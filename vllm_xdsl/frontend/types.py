@@ -6,6 +6,7 @@ Tensors become builtin tensor types with `?` for symbolic sizes; SymInt/int scal
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -33,11 +34,16 @@ def _dim(d: Any) -> int | None:
     return expr if isinstance(expr, int) else None
 
 
+@functools.cache
+def _tensor_type(dtype: torch.dtype, shape: tuple[int | None, ...]) -> Attribute:
+    return tensor_type(dtype, shape)  # types are immutable: build each one once
+
+
 def value_type(val: Any, what: str) -> Attribute:
     """The IR type of one FX value (FakeTensor, SymInt, ...); FrontendError if none fits."""
     if isinstance(val, torch.Tensor):
         try:
-            return tensor_type(val.dtype, tuple(_dim(d) for d in val.shape))
+            return _tensor_type(val.dtype, tuple(_dim(d) for d in val.shape))
         except UnsupportedDtypeError as e:
             raise FrontendError(f"{what}: {e}") from None
     if isinstance(val, (bool, torch.SymBool)):
