@@ -117,7 +117,7 @@ def test_cli(cache_dir, lean_provider, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    ([], "give an IR file to tune, or --show"),
+    ([], "give an IR file or --model to tune, or --show"),
     (["/no/such.mlir"], "cannot read /no/such.mlir: No such file or directory"),
     (["{ir}", "--max-tokens", "0"], "--max-tokens must be at least 1"),
     (["{ir}", "--priority", "rms_norm=,auto"], "bad priority 'rms_norm=,auto' for rms_norm"),
@@ -195,3 +195,13 @@ def test_budget_bounds_tuning(cache_dir, lean_provider, tmp_path, capsys):
     assert "4 bucket(s), 2 timing(s) in " in out and "(budget 1e-06 s per op)" in out
     assert main(["--show", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["entries"]) == 1
+
+
+def test_cli_model(cache_dir, capsys):
+    # The bundled decoder, captured and raised as torch.compile would: its semantic ops are
+    # tuned (here only native is eligible for most: nothing else runs on this CPU).
+    assert main(["--model", "demo", "--hidden", "64", "--max-tokens", "2", "--target", "cpu"]) == 0
+    out = capsys.readouterr().out
+    ops_tuned = {ln.split()[0] for ln in out.splitlines() if ln and not ln.startswith(" ")}
+    assert {"rms_norm", "rms_norm_quant", "silu_and_mul_quant"} <= ops_tuned, out
+    assert "x=float32[T,64]" not in out and "x=bfloat16[T,64] " in out

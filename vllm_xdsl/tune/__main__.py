@@ -2,6 +2,7 @@
 
     python -m vllm_xdsl.tune model.mlir [--target cpu] [--priority auto] [--max-tokens N]
                                         [--budget S]
+    python -m vllm_xdsl.tune --model demo [--hidden 4096] [--layers 1] [--dtype bfloat16]
     python -m vllm_xdsl.tune --show [--target cpu] [--op rms_norm] [--json]
 
 Tuning measures every `vllm.*` op of the file per token bucket (up to --max-tokens, or
@@ -20,6 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from vllm_xdsl.tune import cache, tuner
 
@@ -59,17 +61,11 @@ def show(p: _Parser, target: str, op: str | None, as_json: bool) -> int:
     return 0
 
 
-def tune_file(p: _Parser, path: str, target: str, priority: str) -> int:
+def _parse_file(p: _Parser, path: str) -> Any:
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
     from vllm_xdsl.dialects import make_context
-    from vllm_xdsl.ops import ALL_OPS, DispatchError, parse_priority
-    from vllm_xdsl.ops.policy import resolve
-    from vllm_xdsl.transforms.dispatch_args import meta_args
-    from vllm_xdsl.transforms.lower_dispatch import TARGET_DEVICE
-    from vllm_xdsl.tune.auto import tune_call
-    from vllm_xdsl.tune.bucket import token_count
 
     try:
         text = open(path).read()
@@ -81,6 +77,38 @@ def tune_file(p: _Parser, path: str, target: str, priority: str) -> int:
     except (ParseError, Exception) as e:  # noqa: B014  (one line whatever the parser raises)
         lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
         p.error(f"{path}: not valid IR: {lines[0]}: {lines[-1].strip()}")
+    return module
+
+
+def _model_module(hidden: int, layers: int, dtype: str) -> Any:
+    """The bundled decoder (vllm_xdsl/models) as the compiler sees it: captured with
+    dynamic tokens, imported, raised and fused (the passes before lower-dispatch)."""
+    import torch
+    from xdsl.context import Context
+
+    from vllm_xdsl.frontend.capture import capture
+    from vllm_xdsl.frontend.module import import_graph
+    from vllm_xdsl.models import DecoderConfig, TinyDecoder
+    from vllm_xdsl.transforms import get_pass
+
+    cfg = DecoderConfig(hidden=hidden, intermediate=2 * hidden, heads=4, layers=layers)
+    torch.manual_seed(0)
+    model = TinyDecoder(cfg).to(getattr(torch, dtype)).eval()
+    gm = capture(model, torch.randint(0, cfg.vocab, (7,)))
+    module = import_graph(gm).module
+    for name in ("raise-native", "fuse-norm-quant"):
+        get_pass(name)().apply(Context(), module)
+    return module
+
+
+def tune_file(p: _Parser, module: Any, path: str, target: str, priority: str) -> int:
+    from vllm_xdsl.ops import ALL_OPS, DispatchError, parse_priority
+    from vllm_xdsl.ops.policy import resolve
+    from vllm_xdsl.transforms.dispatch_args import meta_args
+    from vllm_xdsl.transforms.lower_dispatch import TARGET_DEVICE
+    from vllm_xdsl.tune.auto import tune_call
+    from vllm_xdsl.tune.bucket import token_count
+
     try:
         prio = parse_priority(priority)
     except DispatchError as e:
@@ -118,6 +146,12 @@ def tune_file(p: _Parser, path: str, target: str, priority: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog="python -m vllm_xdsl.tune", description=__doc__.splitlines()[0])
     p.add_argument("file", nargs="?", help="IR file whose vllm.* ops to tune")
+    p.add_argument("--model", choices=("demo",),
+                   help="tune the bundled decoder (vllm_xdsl.demo's model) instead of a file")
+    p.add_argument("--hidden", type=int, default=4096, help="with --model: hidden size")
+    p.add_argument("--layers", type=int, default=1, help="with --model: decoder layers")
+    p.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16",
+                   help="with --model: activation dtype")
     p.add_argument("--show", action="store_true", help="print the cached table")
     p.add_argument("--target", choices=("cpu", "cuda", "rocm"), default=None,
                    help="dispatch target (default: cuda if a GPU is visible, else cpu)")
@@ -133,17 +167,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.budget is not None and a.budget <= 0:
         p.error("--budget must be positive")
     target = a.target or _default_target()
-    if a.show == (a.file is not None):
-        p.error("give an IR file to tune, or --show")
+    if a.show + (a.file is not None) + (a.model is not None) != 1:
+        p.error("give an IR file or --model to tune, or --show")
     if a.show:
         return show(p, target, a.op, a.json)
+    if a.model is not None:
+        if a.hidden < 8 or a.hidden % 4 or a.layers < 1:
+            p.error("--hidden must be a multiple of 4 (>= 8) and --layers at least 1")
+        module, where = _model_module(a.hidden, a.layers, a.dtype), f"model {a.model}"
+    else:
+        module, where = _parse_file(p, a.file), a.file
     # The options reach the tuner as its environment variables, for this call only.
     saved = {k: os.environ.get(k) for k in (tuner.MAX_TOKENS_ENV, tuner.BUDGET_ENV)}
     for key, value in ((tuner.MAX_TOKENS_ENV, a.max_tokens), (tuner.BUDGET_ENV, a.budget)):
         if value is not None:
             os.environ[key] = str(value)
     try:
-        return tune_file(p, a.file, target, a.priority)
+        return tune_file(p, module, where, target, a.priority)
     finally:
         for key, value in saved.items():
             if value is None:
