@@ -18,9 +18,10 @@ is kept, so load spikes on this shared machine hit all variants alike.
 
 Peak memory, two measures (tracemalloc does not see torch's C++ allocations):
 - per call: the peak of live tensor bytes during one forward, from the torch profiler's
-  allocator events (`profile_memory=True`: every CPU allocation and free through c10's
-  allocator, which eager ops and Inductor's generated code both use), relative to the
-  start of the call: activations, temporaries and the output;
+  allocator records (`profile_memory=True`: every CPU allocation and free through c10's
+  allocator, which eager ops and Inductor's generated code both use; each event's own
+  bytes, summed in time order), relative to the start of the call: activations,
+  temporaries and the output;
 - per process: the peak RSS (VmHWM in /proc/self/status) of a fresh subprocess per
   variant that builds the model, compiles it and runs every token count, minus its RSS
   before compiling: what compiling and running costs the process (the C++ compiler runs
@@ -92,11 +93,13 @@ def peak_tensor_bytes(fn: Callable[[], object]) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = sorted((e for e in prof.events() if e.name == "[memory]"),
+    # Each event's own allocations (+) and frees (-, often as "[memory]" events), in time
+    # order; the running sum is the live bytes allocated since the start.
+    events = sorted((e for e in prof.events() if e.self_cpu_memory_usage),
                     key=lambda e: e.time_range.start)
     live = peak = 0
     for e in events:
-        live += e.cpu_memory_usage
+        live += e.self_cpu_memory_usage
         peak = max(peak, live)
     return peak
 
