@@ -316,6 +316,10 @@ def report(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
     if 32 in whole and 64 in whole:
         summary["growth_32_64"] = whole[64] / whole[32]
         print(f"growth 32 -> 64 layers: {summary['growth_32_64']:.2f}x")
+    elif len(whole) >= 2:  # reduced runs: the growth between the two largest sizes
+        a, b = sorted(whole)[-2:]
+        print(f"growth {a} -> {b} layers: {whole[b] / whole[a]:.2f}x for {b / a:.0f}x the "
+              f"layers (32 -> 64 is measured with --layers ...,32,64)")
     if 32 in whole:
         summary["seconds_32"] = whole[32]
     print("targets:")

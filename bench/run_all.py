@@ -3,10 +3,11 @@
     python bench/run_all.py [--full] [--only compile_pipeline,model_latency] [--timeout 600]
 
 Each bench runs in its own subprocess, with reduced settings unless --full (REDUCED below:
-all of them together fit in about 10 minutes on the 2-core CPU machine). For each one,
-RESULTS.md gets a section `## bench/<name>.py` with the machine, date, command, load
-average, wall time and the bench's output; sections of benches not run this time are
-kept as they are, so sections written elsewhere merge. A bench that needs a GPU and finds
+all of them together are meant to fit in 10 minutes on the 2-core CPU machine when it is
+not loaded). For each one, RESULTS.md gets a section `## bench/<name>.py` (or
+`## bench/<name>.py (full settings)`) with the machine, date, command, load average, wall
+time and the bench's output; sections not written this time are kept as they are, so
+sections written elsewhere merge. A bench that needs a GPU and finds
 none exits with status 2 and one line on stderr: it is reported as skipped with that line.
 compile_pipeline's numbers are also plotted to bench/plots/compile_pipeline.png (stage
 breakdown and scaling; needs matplotlib).
@@ -33,8 +34,8 @@ SKIP_STATUS = 2  # a bench's "cannot run here" exit status (e.g. kernels.py with
 
 # Reduced settings for run_all (the full settings are each script's defaults).
 REDUCED: dict[str, list[str]] = {
-    "compile_pipeline": ["--layers", "1,8,32,64", "--inductor-layers", "1,8", "--repeat", "2"],
-    "model_latency": ["--rounds", "8"],
+    "compile_pipeline": ["--layers", "1,8,32", "--inductor-layers", "1,8", "--repeat", "1"],
+    "model_latency": ["--rounds", "8", "--no-rss"],
     "compile_time": ["--repeat", "2", "--inductor-repeat", "1"],
     "dispatch_overhead": ["--rounds", "10"],
     "kernels": ["--tokens", "1,16,4096", "--hidden", "4096"],
@@ -100,8 +101,14 @@ def _text(b: bytes | str | None) -> str:
     return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
 
 
-def section(name: str, r: dict[str, object], when: str, where: str, plot: str | None) -> str:
-    lines = [f"## bench/{name}.py", "",
+def title(name: str, full: bool) -> str:
+    """Full and reduced runs keep separate sections (a reduced run does not hide a full one)."""
+    return f"bench/{name}.py" + (" (full settings)" if full else "")
+
+
+def section(heading: str, r: dict[str, object], when: str, where: str, plot: str | None) -> str:
+    name = Path(heading.split()[0]).stem
+    lines = [f"## {heading}", "",
              f"- date: {when}", f"- machine: {where}",
              f"- command: `{r['cmd']}`",
              f"- load average (1/5/15 min): {r['load']}",
@@ -123,11 +130,10 @@ def merge(sections: dict[str, str], header: str) -> str:
         kept.append((title, part.rstrip() + "\n"))
     titles = [t for t, _ in kept]
     out = dict(kept)
-    for name, text in sections.items():
-        title = f"bench/{name}.py"
-        out[title] = text.rstrip() + "\n"
-        if title not in titles:
-            titles.append(title)
+    for heading, text in sections.items():
+        out[heading] = text.rstrip() + "\n"
+        if heading not in titles:
+            titles.append(heading)
     return header + "\n" + "\n".join(out[t] for t in titles)
 
 
@@ -184,10 +190,11 @@ def main() -> None:
             plot = None
             js = Path(f"{tmp}/{name}.json")
             if js.exists() and not args.no_write:
-                png = PLOTS / f"{name}.png"
+                png = PLOTS / f"{name}{'_full' if args.full else ''}.png"
                 if plot_compile_pipeline(json.loads(js.read_text()), png):
                     plot = f"plots/{png.name}"
-            sections[name] = section(name, r, when, where, plot)
+            heading = title(name, args.full)
+            sections[heading] = section(heading, r, when, where, plot)
     total = time.perf_counter() - t0
     print(f"all benches: {total:.0f} s")
     header = ("# Benchmark results\n\nWritten by `python bench/run_all.py` (one section per "
