@@ -111,10 +111,10 @@ def test_eager_auto_picks_fastest_correct_and_cache_is_reused(site, tmp_path):
         assert len(r["warnings"]) == 1 and f"is {damage}" in r["warnings"][0], r["warnings"]
         assert "ignored, it will be rewritten" in r["warnings"][0]
         assert r["winner"] == "tune_fast" and r["measured"] == 3
-        [entry] = cache_entries(cache).values()
+        [entry] = cache_entries(cache).values()  # rewritten: valid, for this environment
         assert entry["winner"] == "tune_fast"
-    third = run(site, cache, EAGER)  # the rewritten file is valid and reused
-    assert third["measured"] == 0 and third["warnings"] == []
+        assert json.loads((cache / "autotune.json").read_text())["environments"]["cpu"][
+            "env"]["torch"] != "0.0.1"
 
 
 LOWER = r"""
@@ -158,32 +158,20 @@ print(json.dumps({"ops": ops_after, "tokens": tokens, "winners": winners, "runs"
 def test_lowering_emits_runtime_selection_that_matches_eager(site, tmp_path, monkeypatch):
     monkeypatch.setenv("VLLM_XDSL_TUNE_MAX_TOKENS", "64")
     r = run(site, tmp_path / "cache", LOWER)
-    assert r["ops"] == ["auto.rms_norm"]  # one selection op, nothing else
-    assert r["tokens"] == [1, 2, 4, 8, 16, 32, 64]
+    report = r["report"]  # every measured time: the message of each failure below
+    assert r["ops"] == ["auto.rms_norm"], report  # one selection op, nothing else
+    assert r["tokens"] == [1, 2, 4, 8, 16, 32, 64], report
     # 2-3x faster at 64 tokens; at 1 token the margin is smaller: native may win there.
-    assert r["winners"][-1] == "tune_fast" and set(r["winners"]) <= {"tune_fast", "native"}
+    assert r["winners"][-1] == "tune_fast", report
+    assert set(r["winners"]) <= {"tune_fast", "native"}, report
     # Exported: one runtime-selection torch op holding the table.
     assert r["code"].count("torch.ops.vllm_xdsl_auto.rms_norm.default(") == 1
     assert "1e-06, None, [1, 2, 4, 8, 16, 32, 64], [" in r["code"]
-    report = r["report"]
     assert "rms_norm -> auto" in report and "runtime selection over 7 token bucket(s)" in report
     assert "rejected tune_wrong: wrong result: T=1: out: " in report
     assert "note: auto T<=64: tune_fast [tune_fast " in report
     for run_ in r["runs"]:  # compiled and eager agree, and the compiled graph ran the winner
-        assert run_["ran"] == [run_["pick"]] == [run_["eager"]], run_
+        assert run_["ran"] == [run_["pick"]] == [run_["eager"]], (run_, report)
         assert run_["error"] is None
     assert r["runs"][-1]["pick"] == "tune_fast"  # 200 tokens: above the last bucket
-
-    # A given table (tuned elsewhere): different winners per bucket, nothing measured.
-    from vllm_xdsl.tune.bucket import Bucket
-
-    shape = "x=float32[T,4096] weight=float32[4096] epsilon=float variance_size=None"
-    given = {Bucket("rms_norm", "cpu", t, shape).key: {"winner": "native" if t <= 8 else "tune_fast"}
-             for t in (1, 2, 4, 8, 16, 32, 64)}
-    table = tmp_path / "table.json"
-    table.write_text(json.dumps({"entries": given}))
-    monkeypatch.setenv("VLLM_XDSL_TUNE_TABLE", str(table))
-    r = run(site, tmp_path / "cache2", LOWER)
-    assert r["winners"] == ["native"] * 4 + ["tune_fast"] * 3 and r["measured"] == 0
-    assert [x["ran"] for x in r["runs"]] == [["native"], ["native"], ["tune_fast"], ["tune_fast"]]
-    assert all(x["eager"] == x["pick"] for x in r["runs"])
+    # Mixed winners from a given table: test_autotune_units.py::test_torch_compile_with_auto.
