@@ -195,15 +195,33 @@ def test_module_attribute_sets_the_default_target() -> None:
 # --- providers without an IR dialect, and errors ------------------------------------------
 
 
-def test_provider_without_dialect_is_skipped_with_a_reason(swap_impl) -> None:
-    swap_impl(ops.silu_and_mul, "acme", _fake_silu)
-    report = lower_dispatch(_parse(LAYER), "cpu", "silu_and_mul=acme,native")
-    (silu,) = [e.decision for e in report if e.decision.op == "silu_and_mul"]
-    assert silu.provider == "native"
-    assert silu.rejected[0][0] == "acme" and "no acme dialect" in silu.rejected[0][1]
-    with pytest.raises(DispatchError, match=r"^@layer %m: silu_and_mul: implementation "
-                       r"silu_and_mul:acme is forced by priority \(explicit\) but cannot run: no acme"):
-        lower_dispatch(_parse(LAYER), "cpu", "silu_and_mul=acme!")
+def test_provider_without_dialect_is_called_at_run_time(swap_impl) -> None:
+    """An out-of-tree provider has no dialect: a one-bucket auto.<op> calls it at run time,
+    so the compiled graph runs the implementation eager dispatch would pick."""
+    from vllm_xdsl.backends.torch_export import export_module
+
+    calls = []
+
+    def acme_silu(x: torch.Tensor) -> torch.Tensor:
+        calls.append(tuple(x.shape))
+        return ops.silu_and_mul.native(x)
+
+    swap_impl(ops.silu_and_mul, "acme", acme_silu)
+    for priority in ("silu_and_mul=acme,native", "silu_and_mul=acme!"):
+        module = _parse(LAYER)
+        report = lower_dispatch(module, "cpu", priority)
+        (silu,) = [e for e in report if e.decision.op == "silu_and_mul"]
+        assert silu.decision.provider == "acme"
+        assert silu.notes == ("acme has no IR dialect: auto.silu_and_mul calls it at run time",)
+        [auto] = [op for op in module.walk() if op.name == "auto.silu_and_mul"]
+        assert auto.table() == ([1], ["acme"])
+    x, r = torch.randn(2, 5, 64, dtype=torch.bfloat16)
+    w = torch.randn(64, dtype=torch.bfloat16)
+    graph = export_module(module)
+    out, res, m = graph(x, r, w)
+    assert calls == [(5, 64)]
+    o_ref, _ = ops.fused_add_rms_norm.native(ops.rms_norm.native(x, w, 1e-5), r, w, 1e-6)
+    torch.testing.assert_close(m, ops.silu_and_mul.native(o_ref), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("target,priority,message", [

@@ -5,7 +5,8 @@ the tuned table of this call site: `tokens` (bucket bounds, ascending powers of 
 `winners` (the provider measured fastest, and correct, in each bucket). At run time the
 op reads the token count, takes the first bucket that holds it (the last one above it)
 and calls that provider's implementation (vllm_xdsl/tune/runtime.py). lower-dispatch
-emits it for a priority `auto` when the winners differ between buckets:
+emits it for a priority `auto` when the winners differ between buckets, and with a single
+bucket (`tokens = [1]`) for a provider that has no dialect of its own (out of tree):
 
     %y = auto.rms_norm %x weight(%w : tensor<4096xf32>) {epsilon = 1.0e-06 : f64,
            tokens = array<i64: 1, 2, 4, 8>, winners = ["native", "native", "fast", "fast"]}

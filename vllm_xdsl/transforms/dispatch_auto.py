@@ -84,6 +84,23 @@ def rewrite(
                         *choice.notes()))
 
 
+def lower_to_fixed_impl(op: Operation, decision: Decision, rewriter: PatternRewriter) -> None:
+    """Replace `op` by a one-bucket `auto.<op>` calling `decision`'s provider for any count.
+
+    How a provider without an IR dialect (out of tree) is reached from compiled code.
+    """
+    semantic = op.name.split(".", 1)[1]
+    new = _auto_class(semantic).create(
+        operands=list(op.operands),
+        result_types=[r.type for r in op.results],
+        properties={**op.properties,
+                    "tokens": DenseArrayBase.from_list(i64, [1]),
+                    "winners": ArrayAttr([StringAttr(decision.provider)])},
+        attributes=dict(op.attributes),
+    )
+    rewriter.replace(op, [new])
+
+
 def _auto_class(semantic: str) -> type[Operation]:
     from vllm_xdsl.dialects.auto import OPS_BY_NAME
 

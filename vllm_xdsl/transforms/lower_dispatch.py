@@ -5,7 +5,9 @@ the same TensorMeta view eager dispatch builds from tensors, with the target's d
 and asks `vllm_xdsl.ops.select` (registry + policy; no policy of its own). The chosen
 provider's op replaces it: `triton.*`, `cuda.*`, `rocm.*` with the same operands and
 results plus implementation properties decided here (block size, vector width, in place),
-or, for `native`, the op's elementary torch decomposition (dispatch_native).
+or, for `native`, the op's elementary torch decomposition (dispatch_native). An
+out-of-tree provider has no dialect: its op becomes a one-bucket `auto.<op>` that calls
+the registered implementation at run time, so eager and compiled code agree.
 
 Availability at lowering time is about the target: an impl whose `supported` takes a
 `target` is asked whether it can serve that target with the toolchain here (so lowering
@@ -37,7 +39,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
-from vllm_xdsl.ops.policy import Priority, resolve
+from vllm_xdsl.ops.policy import Priority
 from vllm_xdsl.transforms import dispatch_auto
 from vllm_xdsl.transforms.dispatch_args import meta_args
 from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
@@ -78,27 +80,6 @@ def _node_name(op: Operation) -> str:
     return f"{where}%{name}"
 
 
-def _select(op_name: str, meta: dict, priority: Priority | None, target: str) -> Decision:
-    """`select`, skipping providers that have no IR dialect (out-of-tree, run-time only)."""
-    decision = select(op_name, meta, priority, target)
-    rejected = list(decision.rejected)
-    while decision.provider != "native" and provider_op_class(decision.provider, op_name) is None:
-        choices, source = resolve(op_name, priority, target)
-        index = [c.provider for c in choices].index(decision.provider)
-        why = f"no {decision.provider} dialect to lower to (lower-dispatch knows native, " \
-              f"{', '.join(PROVIDER_DIALECTS)})"
-        if choices[index].forced:
-            raise DispatchError(
-                f"{op_name}: implementation {op_name}:{decision.provider} is forced by priority "
-                f"({source}) but cannot run: {why}"
-            )
-        rejected.append((decision.provider, why))
-        rest = ",".join(str(c) for c in choices[index + 1:])
-        decision = select(op_name, meta, parse_priority(f"{op_name}={rest}"), target)
-        rejected.extend(decision.rejected)
-    return Decision(op_name, decision.provider, decision.impl, rejected)
-
-
 @dataclass
 class LowerSemanticOp(RewritePattern):
     """One `vllm` op -> the chosen provider op, or its native torch decomposition."""
@@ -117,7 +98,7 @@ class LowerSemanticOp(RewritePattern):
             if dispatch_auto.wants_auto(semantic, self.priority, self.target):
                 dispatch_auto.rewrite(self, op, meta, rewriter, node)  # autotuning
                 return
-            decision = _select(semantic, meta, self.priority, self.target)
+            decision = select(semantic, meta, self.priority, self.target)
         except DispatchError as e:
             raise DispatchError(f"{node}: {e}") from None
         if decision.provider == "native":
@@ -127,7 +108,11 @@ class LowerSemanticOp(RewritePattern):
             self.report.add(node, decision)
             return
         cls = provider_op_class(decision.provider, semantic)
-        assert cls is not None
+        if cls is None:  # out of tree: no dialect; called at run time by the registry
+            dispatch_auto.lower_to_fixed_impl(op, decision, rewriter)
+            self.report.add(node, decision, (f"{decision.provider} has no IR dialect: "
+                                             f"auto.{semantic} calls it at run time",))
+            return
         props = {**op.properties, **impl_properties(decision.provider, op)}
         operands, copies, notes = self._inplace(op, cls, decision, props)
         new = cls.create(
