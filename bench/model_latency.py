@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tokens", default="1,512", help="comma-separated token counts")
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (min is kept)")
     p.add_argument("--batch-ms", type=float, default=20.0, help="time per timed batch")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (1: an OpenMP barrier on a loaded 2-core machine makes "
+                        "timings swing 5x; every variant uses the same count)")
     p.add_argument("--no-rss", action="store_true", help="skip the per-process RSS subprocesses")
     p.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -65,6 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def build(args: argparse.Namespace) -> torch.nn.Module:
+    torch.set_num_threads(args.threads)  # before compiling: Inductor bakes it into kernels
     cfg = DecoderConfig(hidden=args.hidden, intermediate=args.intermediate, heads=args.heads,
                         layers=args.layers)
     torch.manual_seed(0)
@@ -171,20 +175,20 @@ def main(argv: list[str] | None = None) -> None:
                 for n in order:
                     best[n] = min(best[n], per_call(lambda n=n, ids=ids: fns[n](ids), n_calls[n]))
             peak = {n: peak_tensor_bytes(lambda n=n, ids=ids: fns[n](ids)) for n in VARIANTS}
-            rows[t] = {"ms": {n: v * 1e3 for n, v in best.items()}, "peak_mb": {
-                n: v / 2**20 for n, v in peak.items()}, "max_err_vs_eager": err}
+            rows[t] = {"ms": {n: v * 1e3 for n, v in best.items()}, "peak_kib": {
+                n: v / 2**10 for n, v in peak.items()}, "max_err_vs_eager": err}
     one, _, _ = os.getloadavg()
     print("first calls (compile + run, all token counts): "
           + ", ".join(f"{n} {s:.1f} s" for n, s in compile_s.items()))
     print(f"\nlatency, ms per call (min over {args.rounds} interleaved rounds); peak live "
-          f"tensor MB per call")
+          f"tensor KiB per call")
     print(f"{'tokens':>6}  {'vllm_xdsl':>10} {'inductor':>10} {'eager':>10}   "
           f"{'ours/ind':>8} {'eager/ind':>9}   {'peak ours':>9} {'peak ind':>9} {'peak eager':>10}")
     for t, r in rows.items():
-        ms, pk = r["ms"], r["peak_mb"]
+        ms, pk = r["ms"], r["peak_kib"]
         print(f"{t:>6}  {ms['vllm_xdsl']:10.3f} {ms['inductor']:10.3f} {ms['eager']:10.3f}   "
               f"{ms['vllm_xdsl'] / ms['inductor']:8.3f} {ms['eager'] / ms['inductor']:9.3f}   "
-              f"{pk['vllm_xdsl']:9.2f} {pk['inductor']:9.2f} {pk['eager']:10.2f}")
+              f"{pk['vllm_xdsl']:9.1f} {pk['inductor']:9.1f} {pk['eager']:10.1f}")
     for t, r in rows.items():
         print(f"max |x - eager| at {t} tokens: " + ", ".join(
             f"{n} {e:.3e}" for n, e in r["max_err_vs_eager"].items()))
@@ -196,10 +200,10 @@ def main(argv: list[str] | None = None) -> None:
     print("\ntargets (vllm_xdsl vs plain Inductor):")
     for t, r in rows.items():
         ratio = r["ms"]["vllm_xdsl"] / r["ms"]["inductor"]
-        mem = r["peak_mb"]["vllm_xdsl"] - r["peak_mb"]["inductor"]
+        mem = r["peak_kib"]["vllm_xdsl"] - r["peak_kib"]["inductor"]
         print(f"  {t:>4} tokens: latency ratio {ratio:.3f} "
               f"({'met' if ratio <= 1.05 else 'NOT met'}: <= 1 within 5 % timing noise), "
-              f"peak tensor memory {mem:+.2f} MB ({'met' if mem <= 0 else 'NOT met'})")
+              f"peak tensor memory {mem:+.1f} KiB ({'met' if mem <= 0 else 'NOT met'})")
 
 
 if __name__ == "__main__":
