@@ -1,8 +1,8 @@
 """Implementation properties lower-dispatch can decide from the IR types alone.
 
-- triton: `block_size` = the next power of two of the row width (one program covers a
-  row: the hidden size, half of it for silu_and_mul), `num_warps` from the Triton
-  backend's own rule, so the lowering and an eager launch pick the same kernel.
+- triton: `block_size` and `num_warps` by the Triton backend's own rules (the next power
+  of two of the row width, or a column tile for ops without a row reduction), so the
+  lowering and an eager launch pick the same kernel.
 - cuda / rocm: `vec_width` = elements per 16-byte load (8 for f16/bf16, 4 for f32),
   halved until it divides the row width (and the group size of a per-group quant).
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Attribute, Operation
 
+from vllm_xdsl.backends.triton.spec import default_block_size, default_num_warps
 from vllm_xdsl.transforms.dispatch_torch import meta
 
 _LOAD_BYTES = 16
@@ -26,18 +27,6 @@ def row_width(op: Operation) -> int | None:
     if h is not None and op.name.split(".", 1)[1].startswith("silu_and_mul"):
         h //= 2
     return h
-
-
-def next_pow2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
-
-
-def default_num_warps(block_size: int) -> int:
-    try:
-        from vllm_xdsl.backends.triton.spec import default_num_warps as backend_rule
-    except ImportError:  # the Triton backend is optional
-        return 4 if block_size < 2048 else 8
-    return backend_rule(block_size)
 
 
 def vec_width(op: Operation, width: int) -> int:
@@ -55,7 +44,8 @@ def impl_properties(provider: str, op: Operation) -> dict[str, Attribute]:
     if width is None:
         return {}
     if provider == "triton":
-        block = next_pow2(width)
+        scheme = op.quant_scheme() if hasattr(op, "quant_scheme") else None
+        block = default_block_size(op.name.split(".", 1)[1], scheme, width)
         if block > MAX_BLOCK:  # beyond the dialect's range: leave it to the backend
             return {}
         return {"block_size": IntegerAttr(block, i64),
