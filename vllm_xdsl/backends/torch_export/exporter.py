@@ -65,6 +65,7 @@ class Exporter:
         self.fake = FakeRunner(example_values)
         self.example_values = example_values
         self.decompositions = decomposition_table() if decompose and self.fake.enabled else {}
+        self.traces: dict[Any, torch.fx.GraphModule] = {}  # inline_traced's cache
 
     def node(self, value: SSAValue) -> torch.fx.Node:
         return self.nodes[value]
@@ -111,7 +112,8 @@ class Exporter:
         if op not in self.origin and target in self.decompositions:
             # A pass created it: spell it as AOTAutograd would (Inductor expects that).
             outs = inline_traced(
-                self.graph, lambda a, k: target(*a, **k), [args, kwargs], self.fake, op.target.data
+                self.graph, lambda a, k: target(*a, **k), [args, kwargs], self.fake, op.target.data,
+                self.traces,
             )
             for value, out in zip(op.outputs, outs, strict=True):
                 self.nodes[value] = out
@@ -131,7 +133,7 @@ class Exporter:
             args.update(extra())
         indices = result_indices(op)
         if runtime_tensor and provider_of(op) == "vllm":
-            outs = inline_native(self.graph, op.SEMANTIC_NAME, args, self.fake)
+            outs = inline_native(self.graph, op.SEMANTIC_NAME, args, self.fake, self.traces)
             for value, index in zip(op.results, indices, strict=True):
                 self.nodes[value] = outs[index]
             return

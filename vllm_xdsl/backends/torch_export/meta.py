@@ -32,3 +32,18 @@ class FakeRunner:
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
         with self.mode:
             node.meta["val"] = node.target(*args, **kwargs)  # type: ignore[operator]
+
+
+def _expr(v: Any) -> Any:
+    return v.node.expr if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)) else v
+
+
+def value_signature(value: Any) -> tuple[Any, ...] | None:
+    """What Inductor reads from a fake value (dtype, device, symbolic sizes, strides,
+    offset), comparable without adding guards; None for values it does not describe."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, value.device, tuple(map(_expr, value.shape)),
+                tuple(map(_expr, value.stride())), _expr(value.storage_offset()))
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return ("sym", type(value), value.node.expr)
+    return None
