@@ -35,7 +35,7 @@ from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 
 from .decompose import decomposition_table, inline_native, inline_traced
 from .literals import ExportError, python_value
-from .meta import FakeRunner
+from .meta import FakeRunner, value_signature
 from .runtime_eps import tensor_epsilon_op
 from .semantic import native_arguments, provider_of, result_indices, torch_overload
 
@@ -66,6 +66,7 @@ class Exporter:
         self.example_values = example_values
         self.decompositions = decomposition_table() if decompose and self.fake.enabled else {}
         self.traces: dict[Any, torch.fx.GraphModule] = {}  # inline_traced's cache
+        self.reused: set[torch.fx.Node] = set()  # sources whose val a node took
 
     def node(self, value: SSAValue) -> torch.fx.Node:
         return self.nodes[value]
@@ -152,8 +153,12 @@ class Exporter:
             for key in _KEPT_META:
                 if key in source.meta:
                     node.meta[key] = source.meta[key]
-        if source is not None and _same_inputs(node, source) and "val" in source.meta:
+        if source is not None and "val" in source.meta and (
+            _same_inputs(node, source)
+            or (source not in self.reused and _equivalent_inputs(node, source))
+        ):
             node.meta["val"] = source.meta["val"]
+            self.reused.add(source)
         else:
             self.fake.run(node)
         if not is_tuple:
@@ -178,6 +183,40 @@ def _same_inputs(node: torch.fx.Node, source: torch.fx.Node) -> bool:
     return len(new) == len(old) and all(
         a.meta.get("val") is b.meta.get("val") and "val" in a.meta for a, b in zip(new, old, strict=True)
     ) and node.target is source.target
+
+
+_ANY_NODE = object()
+
+
+def _equivalent_inputs(node: torch.fx.Node, source: torch.fx.Node) -> bool:
+    """Whether the new node computes what the original node did on inputs with the same
+    metadata (a value a pass replaced by an equal-shaped one), so that it may take the
+    original's fake value: same target and literals, no output aliasing an input (its
+    value's storage would be the original input's), every input value the same object or
+    with the same value_signature. Saves one fake run per node downstream of a rewrite."""
+    schema = getattr(node.target, "_schema", None)
+    if node.target is not source.target or schema is None:
+        return False
+    if any(r.alias_info is not None for r in schema.returns):
+        return False
+    new, old = node.all_input_nodes, source.all_input_nodes
+    if len(new) != len(old):
+        return False
+    for a, b in zip(new, old, strict=True):
+        if "val" not in a.meta or "val" not in b.meta:
+            return False
+        va, vb = a.meta["val"], b.meta["val"]
+        if va is not vb and (value_signature(va) is None
+                             or value_signature(va) != value_signature(vb)):
+            return False
+
+    def literals(n: torch.fx.Node) -> Any:
+        return torch.fx.node.map_arg((n.args, n.kwargs), lambda _: _ANY_NODE)
+
+    try:
+        return bool(literals(node) == literals(source))
+    except Exception:  # a literal without a plain == (e.g. a tensor): do not guess
+        return False
 
 
 def export_module(
