@@ -399,3 +399,17 @@ def test_environment_priority_applies_to_lowering(swap_impl, monkeypatch) -> Non
     # An explicit priority wins over the environment.
     report = lower_dispatch(_parse(LAYER), "cpu", "silu_and_mul=native")
     assert [e.decision.provider for e in report] == ["native", "native", "native"]
+
+
+def test_report_names_nodes_as_the_printer_does() -> None:
+    """xDSL drops numeric suffixes from name hints; the report still says %y_1, as printed."""
+    module = _parse("""
+func.func @f(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %y = vllm.rms_norm %x {epsilon = 1.0e-05 : f64} : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  %y_1 = vllm.rms_norm %y {epsilon = 1.0e-05 : f64} : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  func.return %y_1 : tensor<?x64xbf16>
+}
+""")
+    assert [r.name_hint for op in module.walk() for r in op.results if op.name == "vllm.rms_norm"] \
+        == ["y", "y"]
+    assert [e.node for e in lower_dispatch(module, "cpu")] == ["@f %y", "@f %y_1"]

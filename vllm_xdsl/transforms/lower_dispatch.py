@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -67,8 +68,34 @@ def provider_op_class(provider: str, semantic: str) -> type[Operation] | None:
     return importlib.import_module(f"vllm_xdsl.dialects.{provider}").OPS_BY_NAME.get(semantic)
 
 
-def _node_name(op: Operation) -> str:
-    name = op.results[0].name_hint if op.results and op.results[0].name_hint else None
+def printed_names(module: ModuleOp) -> dict[SSAValue, str]:
+    """The name the printer gives each named value, `x`, `x_1`, ..., in printing order.
+
+    Name hints repeat in imported graphs (xDSL drops numeric suffixes from hints), so the
+    report names a node the way the user sees it in the printed input.
+    """
+    seen: Counter[str] = Counter()
+    names: dict[SSAValue, str] = {}
+
+    def name(value: SSAValue) -> None:
+        if value.name_hint:
+            count = seen[value.name_hint]
+            names[value] = value.name_hint + (f"_{count}" if count else "")
+            seen[value.name_hint] += 1
+
+    for op in module.walk():
+        for result in op.results:
+            name(result)
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    name(arg)
+    return names
+
+
+def _node_name(op: Operation, names: dict[SSAValue, str]) -> str:
+    name = names.get(op.results[0]) if op.results else None
+    name = name or (op.results[0].name_hint if op.results else None)
     fn = op.parent_op()
     while fn is not None and not isinstance(fn, func.FuncOp):
         fn = fn.parent_op()
@@ -87,12 +114,13 @@ class LowerSemanticOp(RewritePattern):
     target: str
     priority: Priority | None
     report: DispatchReport
+    names: dict[SSAValue, str] = field(default_factory=dict)  # printed_names of the input
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not op.name.startswith("vllm.") or op.name[5:] not in ALL_OPS:
             return
         semantic = op.name[5:]
-        node = _node_name(op)
+        node = _node_name(op, self.names)
         meta = meta_args(op, TARGET_DEVICE[self.target])
         try:
             if dispatch_auto.wants_auto(semantic, self.priority, self.target):
@@ -219,7 +247,7 @@ def lower_dispatch(
     target = target or module_target(module)
     parsed = check_options(target, priority)
     report = DispatchReport()
-    pattern = LowerSemanticOp(target, parsed, report)
+    pattern = LowerSemanticOp(target, parsed, report, printed_names(module))
     try:
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
     except DispatchError as e:  # drop the walker's note (a dump of the whole module)
