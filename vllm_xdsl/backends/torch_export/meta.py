@@ -17,6 +17,10 @@ class FakeRunner:
 
     def __init__(self, example_values: list[Any] | None) -> None:
         self.mode = None
+        # Outputs of this project's ops per (target, input signature): every layer calls the
+        # same fused ops on inputs of the same metadata, and running a native on fake
+        # tensors costs ~3 ms; a fresh empty value of the same metadata costs ~0.05 ms.
+        self._ours: dict[tuple[Any, ...], Any] = {}
         if example_values is not None:
             from torch._guards import detect_fake_mode
 
@@ -30,8 +34,45 @@ class FakeRunner:
         if self.mode is None or any("val" not in n.meta for n in node.all_input_nodes):
             return
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
+        key = _memo_key(node.target, args, kwargs)
         with self.mode:
+            if key is not None and key in self._ours:
+                node.meta["val"] = _fresh_like(self._ours[key])
+                return
             node.meta["val"] = node.target(*args, **kwargs)  # type: ignore[operator]
+        if key is not None:
+            self._ours[key] = node.meta["val"]
+
+
+def _memo_key(target: Any, args: Any, kwargs: Any) -> tuple[Any, ...] | None:
+    """A key for the fake outputs of one of this project's ops (`vllm_xdsl*` namespaces:
+    functional, with output metadata that depends only on the inputs' metadata and the
+    literal arguments), or None for any other target or an unhashable argument."""
+    if not getattr(target, "namespace", "").startswith("vllm_xdsl"):
+        return None
+
+    def sig(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return tuple(sig(x) for x in v)
+        return value_signature(v) or v
+
+    key = (target, sig(args), tuple(sorted((k, sig(v)) for k, v in kwargs.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _fresh_like(value: Any) -> Any:
+    """New fake tensors with the metadata of `value` (no shared storage)."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(
+            value.shape, value.stride(), dtype=value.dtype, device=value.device
+        )
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fresh_like(v) for v in value)
+    return value
 
 
 def _expr(v: Any) -> Any:

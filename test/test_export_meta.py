@@ -1,0 +1,47 @@
+"""Export's fake values: this project's ops that a pass created, repeated on inputs of the
+same metadata, reuse one fake run and get what a fake run of each would give."""
+
+from __future__ import annotations
+
+import torch
+from xdsl.context import Context
+
+from vllm_xdsl import ops
+from vllm_xdsl.backends.torch_export import export_module, meta
+from vllm_xdsl.frontend import capture, import_graph
+from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
+
+
+def _layers(x: torch.Tensor, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    for _ in range(3):  # norm + quant, fused by the pass: three new ops of one metadata
+        q = ops.static_scaled_fp8_quant(ops.rms_norm(x, w, 1e-6), s)
+        x = q.float().to(x.dtype) * 0.5 + x
+    return x
+
+
+def _export_signatures(gm: torch.fx.GraphModule) -> list[tuple]:
+    imported = import_graph(gm)
+    FuseNormQuantPass().apply(Context(), imported.module)
+    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    out = export_module(imported.module, gm, values, imported.origin)
+
+    def sig(v):  # noqa: ANN001, ANN202
+        return tuple(map(sig, v)) if isinstance(v, (list, tuple)) else meta.value_signature(v)
+
+    return [(str(n.target), sig(n.meta.get("val")), id(n.meta.get("val"))) for n in
+            out.graph.nodes if "vllm_xdsl" in str(n.target)]
+
+
+def test_repeated_ops_share_one_fake_run_with_the_same_metadata(monkeypatch):
+    x = torch.randn(5, 64, dtype=torch.bfloat16)
+    gm = capture(_layers, x, torch.randn(64, dtype=torch.bfloat16), torch.tensor([0.1]))
+    copies = []
+    fresh_like = meta._fresh_like
+    monkeypatch.setattr(meta, "_fresh_like", lambda v: copies.append(type(v)) or fresh_like(v))
+    memoized = _export_signatures(gm)
+    assert len(memoized) == 3 and copies.count(tuple) == 2  # one fake run, two copies
+    assert len({i for *_, i in memoized}) == 3  # fresh fake values, not one shared object
+
+    monkeypatch.setattr(meta, "_memo_key", lambda *args: None)  # every op runs on fakes
+    plain = _export_signatures(gm)
+    assert [s[:2] for s in memoized] == [s[:2] for s in plain]
