@@ -13,25 +13,16 @@ from typing import Any
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
     ModuleOp,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from vllm_xdsl.backends.torch_export.literals import python_value
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.torch import (
     CallOp,
-    DeviceAttr,
-    DtypeAttr,
-    EnumAttr,
     GetAttrOp,
-    NoneAttr,
-    OperandRefAttr,
     resolve_overload,
 )
 from vllm_xdsl.dialects.types import torch_dtype
@@ -48,29 +39,8 @@ def parse(text: str) -> ModuleOp:
 
 
 def _python(attr: Attribute, inputs: list[Any]) -> Any:
-    if isinstance(attr, OperandRefAttr):
-        return inputs[attr.index.data]
-    if isinstance(attr, IntegerAttr):
-        v = attr.value.data
-        return bool(v) if isinstance(attr.type, IntegerType) and attr.type.width.data == 1 else v
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, NoneAttr):
-        return None
-    if isinstance(attr, DtypeAttr):
-        return torch_dtype(attr.element_type)
-    if isinstance(attr, DeviceAttr):
-        return torch.device(attr.value.data)
-    if isinstance(attr, EnumAttr):
-        obj: Any = torch
-        for part in attr.value.data.split(".")[1:]:
-            obj = getattr(obj, part)
-        return obj
-    if isinstance(attr, ArrayAttr):
-        return [_python(a, inputs) for a in attr.data]
-    raise NotImplementedError(f"literal {attr}")
+    """A literal argument's Python value, as the exporter reads it."""
+    return python_value(attr, inputs.__getitem__)
 
 
 def _scheme_args(op: Operation) -> dict[str, Any]:
