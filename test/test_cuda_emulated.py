@@ -217,10 +217,12 @@ def test_fused(kernels: Kernels, scheme: tuple, dtype: torch.dtype) -> None:
         x, r = _x(shape, dtype, 7), _x(shape, dtype, 8)
         w = torch.randn(shape[1]).to(dtype)
         args, scale, ub = _scheme_inputs(scheme, N.rms_norm(x, w, 1e-6))
-        _compare(kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args),
-                 F.rms_norm_quant(x, w, 1e-6, scale, ub, *args), f"rms_norm_quant {shape}")
-        _compare(kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-5, scale, ub, args),
-                 F.fused_add_rms_norm_quant(x, r, w, 1e-5, scale, ub, *args),
+        got = kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args)
+        _assert_no_alias(got, (x, w, scale, ub))
+        _compare(got, F.rms_norm_quant(x, w, 1e-6, scale, ub, *args), f"rms_norm_quant {shape}")
+        got = kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-5, scale, ub, args)
+        _assert_no_alias(got, (x, r, w, scale, ub))
+        _compare(got, F.fused_add_rms_norm_quant(x, r, w, 1e-5, scale, ub, *args),
                  f"fused_add_rms_norm_quant {shape}")
         ri = r.clone()
         got = kernels.fused("fused_add_rms_norm_quant", x, ri, w, 1e-5, scale, ub, args, inplace=True)
@@ -228,8 +230,17 @@ def test_fused(kernels: Kernels, scheme: tuple, dtype: torch.dtype) -> None:
         _compare(got, F.fused_add_rms_norm_quant(x, r, w, 1e-5, scale, ub, *args), "in place")
         xs = _x((shape[0], 2 * shape[1]), dtype, 9)
         args, scale, ub = _scheme_inputs(scheme, N.silu_and_mul(xs))
-        _compare(kernels.fused("silu_and_mul_quant", xs, None, None, 0.0, scale, ub, args),
-                 F.silu_and_mul_quant(xs, scale, ub, *args), f"silu_and_mul_quant {shape}")
+        got = kernels.fused("silu_and_mul_quant", xs, None, None, 0.0, scale, ub, args)
+        _assert_no_alias(got, (xs, scale, ub))
+        _compare(got, F.silu_and_mul_quant(xs, scale, ub, *args), f"silu_and_mul_quant {shape}")
+
+
+def _assert_no_alias(outputs: tuple, inputs: tuple) -> None:
+    """Outputs of an op that is not in place share no memory with its inputs (the torch
+    custom ops reject a static scale returned as the scales output: found on a GPU)."""
+    ptrs = {t.untyped_storage().data_ptr() for t in inputs if t is not None}
+    for t in outputs:
+        assert t.untyped_storage().data_ptr() not in ptrs, "an output aliases an input"
 
 
 def _compare(got: tuple, want: tuple, what: str) -> None:

@@ -165,7 +165,10 @@ class Kernels:
                    scale: Tensor | None, scale_ub: Tensor | None) -> tuple[list[Any], Tensor]:
         """The VX_QUANT_ARGS of a scheme, and the scales tensor the op returns."""
         if s.static:
-            scales = _f32(scale)
+            # A copy even when scale is already fp32 [1]: an op's outputs must never alias
+            # its inputs (torch custom ops reject it; the caller may overwrite either).
+            assert scale is not None
+            scales = scale.to(_F32, copy=True).reshape(1)
             s_t = s_g = 0
         elif s.granularity == "token":
             scales = torch.empty((q_rows, 1), dtype=_F32, device=x.device)
