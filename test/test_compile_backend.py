@@ -133,12 +133,15 @@ def test_runtime_epsilon_unlowered_and_provider() -> None:
     stage = backend.RESULTS.last.stages[-1]
     assert stage.op_counts["vllm.rms_norm"] == 1
     pytest.importorskip("triton")
+    # Triton runs on the GPU where there is one, else in its interpreter on the CPU.
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     model, compiled = _compile({
         "inner": "eager", "passes": ["raise-native", "lower-dispatch"], "strict": True,
-        "target": "cpu", "priority": "rms_norm=triton!",
+        "target": device, "priority": "rms_norm=triton!",
     })
+    model.to(device)
     with torch.no_grad():
-        x = torch.randn(5, HIDDEN)
+        x = torch.randn(5, HIDDEN, device=device)
         torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
     assert backend.RESULTS.last.stages[-1].op_counts["triton.rms_norm"] == 1
 

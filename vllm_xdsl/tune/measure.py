@@ -35,18 +35,22 @@ def _sync(device: str) -> None:
 
 def measure(
     fn: Callable[..., Any], args: dict[str, Any], device: str, slice_s: float,
-    min_runs: int = 5, max_runs: int = 200, warmup: int = 2, give_up_us: float | None = None,
+    min_runs: int = 5, max_runs: int = 200, warmup: int = 2, probe: int = 2,
+    give_up_us: float | None = None,
 ) -> Timing:
-    """Time `fn(**args)` on `device` within about `slice_s` seconds. If the warm-up already
-    takes over `give_up_us` per call, return the warm-up estimate (it cannot win)."""
+    """Time `fn(**args)` on `device` within about `slice_s` seconds. If a probe after the
+    warm-up already takes over `give_up_us` per call, return the probe (it cannot win)."""
     with torch.inference_mode():
-        t0 = time.perf_counter()
-        for _ in range(warmup):
+        for _ in range(warmup):  # first calls pay for compiling and caches: never timed
             fn(**args)
         _sync(device)
-        estimate = (time.perf_counter() - t0) / max(1, warmup)
+        t0 = time.perf_counter()
+        for _ in range(probe):
+            fn(**args)
+        _sync(device)
+        estimate = (time.perf_counter() - t0) / probe
         if give_up_us is not None and estimate * 1e6 > give_up_us:
-            return Timing(estimate * 1e6, warmup, "warm-up mean (far slower than the best)")
+            return Timing(estimate * 1e6, probe, "probe mean (far slower than the best)")
         runs = int(min(max_runs, max(min_runs, slice_s / max(estimate, 1e-7))))
         if device == "cpu":
             return _cpu(fn, args, runs)
