@@ -1,4 +1,4 @@
-"""The kernels as torch custom ops, `torch.ops.vllm_xdsl_<vendor>.<op>` (vendor cuda or rocm).
+"""The kernels as torch ops, `torch.ops.vllm_xdsl_<vendor>.<op>` (vendor cuda or rocm).
 
 Each op has the native signature; its fake is the native contract (shape-, dtype- and
 stride-exact, runs on fake tensors), so export and torch.compile trace through it without
@@ -24,6 +24,7 @@ from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.torch_library import define_op
 
 
 def _unfused_scheme(dtype: torch.dtype, static: bool, granularity: str, **kw: object) -> QuantScheme:
@@ -37,12 +38,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
     ns = f"vllm_xdsl_{vendor}"
     ops: dict[str, object] = {}
 
-    def op(fake):  # noqa: ANN001, ANN202 - decorator factory
+    def op(fake, mutates_args=()):  # noqa: ANN001, ANN202 - decorator factory
         def wrap(fn):  # noqa: ANN001, ANN202
-            custom = torch.library.custom_op(f"{ns}::{fn.__name__}", fn, mutates_args=())
-            custom.register_fake(fake)
-            ops[fn.__name__] = custom
-            return custom
+            ops[fn.__name__] = define_op(ns, fn.__name__, fn, fake, mutates_args=mutates_args)
+            return ops[fn.__name__]
         return wrap
 
     @op(N.rms_norm)
@@ -126,16 +125,23 @@ def define(vendor: Vendor) -> SimpleNamespace:
         return k.fused("silu_and_mul_quant", x, None, None, 0.0, scale, scale_ub, args)  # type: ignore[return-value]
 
     # In-place variants: mutate the donated inputs, return nothing.
-    @torch.library.custom_op(f"{ns}::fused_add_rms_norm_", mutates_args=("x", "residual"))
+    def no_outputs(*args: object) -> None:
+        return None
+
+    @op(no_outputs, mutates_args=("x", "residual"))
     def fused_add_rms_norm_(x: Tensor, residual: Tensor, weight: Tensor | None,
                             epsilon: float) -> None:
         k.fused_add_rms_norm(x, residual, weight, epsilon, inplace=True)
 
-    @fused_add_rms_norm_.register_fake
-    def _(x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float) -> None:
-        return None
+    def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
+                                      quant_dtype, static, granularity, group_size=0,
+                                      column_major_scales=False, use_ue8m0=False, group_eps=1e-10):
+        q, _, scales = F.fused_add_rms_norm_quant(
+            x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
+            group_size, column_major_scales, use_ue8m0, group_eps)
+        return q, scales
 
-    @torch.library.custom_op(f"{ns}::fused_add_rms_norm_quant_", mutates_args=("residual",))
+    @op(fused_add_rms_norm_quant_fake, mutates_args=("residual",))
     def fused_add_rms_norm_quant_(x: Tensor, residual: Tensor, weight: Tensor | None,
                                   epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
                                   quant_dtype: torch.dtype, static: bool, granularity: str,
@@ -147,16 +153,6 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                scale_ub, args, inplace=True)
         return q, scales
 
-    @fused_add_rms_norm_quant_.register_fake
-    def _(x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,  # noqa: ANN001, ANN202
-          group_size=0, column_major_scales=False, use_ue8m0=False, group_eps=1e-10):
-        q, _, scales = F.fused_add_rms_norm_quant(
-            x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps)
-        return q, scales
-
-    ops["fused_add_rms_norm_"] = fused_add_rms_norm_
-    ops["fused_add_rms_norm_quant_"] = fused_add_rms_norm_quant_
     return SimpleNamespace(**ops)
 
 
