@@ -4,13 +4,15 @@ For every kernel (each op, the fused ops with their common schemes) at decode an
 shapes (tokens 1, 16, 256, 4096, 16384; hidden 4096, 5120, 8192; bf16) it measures:
 
 - triton:   the generated kernel (vllm_xdsl.backends.triton), as eager dispatch calls it;
+- cuda:     the compiled CUDA kernel (vllm_xdsl.backends.cuda, issue 7) through its torch
+            op, when nvcc is installed (--impls triton skips it);
 - eager:    the native contract run by PyTorch eagerly;
 - inductor: the native contract compiled by torch.compile (Inductor fuses norm+quant into
             one Triton kernel of its own: the real baseline);
 - copy:     device-to-device copy bandwidth (a 1 GiB tensor copy), the limit.
 
 Bandwidth counts the bytes every implementation must move: its inputs read once plus its
-outputs written once. Each triton result is also checked against the native contract
+outputs written once. Each implementation's result is also checked against the native contract
 (OPS.md tolerances) before it is timed. Prints a Markdown table, optionally writes it
 (--out) and a PNG plot (--plot; needs matplotlib).
 
@@ -43,6 +45,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tokens", help=f"comma-separated token counts (default {TOKENS})")
     p.add_argument("--hidden", help=f"comma-separated hidden sizes (default {HIDDEN})")
     p.add_argument("--no-inductor", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument(
+        "--impls",
+        default="triton,cuda",
+        help="this project's implementations to time (default triton,cuda; cuda needs nvcc)",
+    )
     p.add_argument("--out", help="write the Markdown table to this file")
     p.add_argument(
         "--plot",
@@ -185,7 +192,7 @@ class Timer:
         if self.gpu:
             from triton.testing import do_bench
 
-            return do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e-3
+            return do_bench(fn, warmup=5, rep=25, return_mode="median") * 1e-3
         fn()
         times = []
         for _ in range(3):
@@ -205,7 +212,7 @@ def copy_bandwidth(timer: Timer, device: str, nbytes_total: int) -> float:
 
 
 def check(case: Case, got, want) -> str:
-    """'ok' or the first OPS.md tolerance violation of the triton result."""
+    """'ok' or the first OPS.md tolerance violation of an implementation's result."""
     import torch
 
     from vllm_xdsl.ops.tolerance import contract_error
@@ -222,9 +229,22 @@ def check(case: Case, got, want) -> str:
     return "ok"
 
 
+def mark_tokens_dynamic(args: tuple, tokens: int) -> None:
+    """Compile the Inductor baseline as vLLM does: token dimension dynamic, hidden static.
+
+    One graph then serves every token count >= 2 (a count of 1 compiles its own), instead
+    of one specialised compile and one automatic-dynamic recompile per hidden size."""
+    import torch
+
+    if tokens < 2:
+        return
+    for t in tensors(args):
+        if t.dim() == 2 and t.shape[0] == tokens:
+            torch._dynamo.mark_dynamic(t, 0)
+
+
 def compiled(case: Case, hidden: int, native: Callable, cache: dict) -> Callable:
-    """torch.compile'd native, one per (case, hidden). Default dynamism: the first (largest)
-    token count compiles specialized, later ones recompile once with a dynamic token dim."""
+    """torch.compile'd native, one per (case, hidden)."""
     import torch
 
     key = (case.name, hidden)
@@ -234,11 +254,36 @@ def compiled(case: Case, hidden: int, native: Callable, cache: dict) -> Callable
     return cache[key]
 
 
+def implementations(names: list[str], gpu: bool) -> dict[str, Callable[[str], Callable]]:
+    """name -> (op name -> function with the native signature), for the impls that can run.
+
+    An implementation that cannot run here is reported once and left out."""
+    out: dict[str, Callable[[str], Callable]] = {}
+    for name in names:
+        if name == "triton":
+            from vllm_xdsl.backends.triton.functions import FUNCTIONS
+
+            out[name] = FUNCTIONS.__getitem__
+        elif name == "cuda":
+            from vllm_xdsl.backends.cuda.register import available
+
+            why = available("cuda") if gpu else "dry run (CPU)"
+            if why is not True:
+                print(f"cuda column skipped: {why}")
+                continue
+            from vllm_xdsl.backends.cuda.torch_ops import launchers
+
+            fns = launchers("cuda")
+            out[name] = lambda op, fns=fns: getattr(fns, op)
+        else:
+            raise SystemExit(f"bench/kernels.py: unknown implementation {name!r} (triton, cuda)")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from vllm_xdsl import ops
-    from vllm_xdsl.backends.triton.functions import FUNCTIONS
 
     gpu = not args.dry_run
     device = "cuda" if gpu else "cpu"
@@ -264,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
         if args.hidden
         else (DRY_HIDDEN if args.dry_run else HIDDEN)
     )
+    impls = implementations(args.impls.split(","), gpu)
     timer = Timer(gpu)
     copy_size = COPY_BYTES if gpu else 1 << 24
     copy_peak = copy_bandwidth(timer, device, copy_size)
@@ -273,78 +319,84 @@ def run(args: argparse.Namespace) -> int:
         f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
         f"command: python bench/kernels.py {' '.join(sys.argv[1:])}\n"
         f"copy bandwidth ({copy_size >> 20} MiB device-to-device): {copy_peak:.4g} GB/s\n"
+        "time: median of CUDA-event timings with L2 flushed (triton.testing.do_bench); "
+        "'x ind' = Inductor time / our time (> 1: ours faster)\n"
     )
     print(header)
-    cols = [
-        "case",
-        "tokens",
-        "hidden",
-        "MB moved",
-        "triton us",
-        "triton GB/s",
-        "% copy",
-        "eager us",
-        "inductor us",
-        "vs inductor",
-        "check",
-    ]
+    cols = ["case", "tokens", "hidden", "MB moved"]
+    for impl in impls:
+        cols += [f"{impl} us", f"{impl} % copy", f"{impl} x ind"]
+    cols += ["eager us", "inductor us", "inductor % copy", "check"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     print(lines[0], lines[1], sep="\n", flush=True)
+    # Written row by row: a run cut short (a device lease ending) keeps what it measured.
+    table = open(args.out, "w") if args.out else None  # noqa: SIM115 - closed below
+    if table:
+        table.write(header + "\n" + "\n".join(lines) + "\n")
     results: list[dict[str, Any]] = []
     compile_cache: dict = {}
     mk = Maker(device)
     for case in (c for c in all_cases if c.name in wanted):
         native = ops.ALL_OPS[case.op].native
-        fn = FUNCTIONS[case.op]
+        fns = {impl: get(case.op) for impl, get in impls.items()}
         for h in hidden:
-            for t in sorted(tokens, reverse=True):  # largest first: fewer recompiles
+            for t in sorted(tokens, reverse=True):  # largest first: the dynamic graph first
                 a = case.make(mk, t, h)
-                got = fn(*a)
-                status = check(case, got, native(*a))
-                moved = nbytes(a, got)
-                t_tri = timer(lambda fn=fn, a=a: fn(*a))
-                t_eager = timer(lambda native=native, a=a: native(*a))
-                t_ind = float("nan")
+                want = native(*a)
+                moved = nbytes(a, want)
+                row: dict[str, Any] = dict(case=case.name, tokens=t, hidden=h)
+                problems = []
+                for impl, fn in fns.items():
+                    got = fn(*a)
+                    status = check(case, got, want)
+                    if status != "ok":
+                        problems.append(f"{impl}: {status}")
+                    row[impl] = timer(lambda fn=fn, a=a: fn(*a))
+                row["eager"] = timer(lambda native=native, a=a: native(*a))
+                row["inductor"] = float("nan")
                 if not args.no_inductor:
                     comp = compiled(case, h, native, compile_cache)
-                    comp(*a)
-                    t_ind = timer(lambda comp=comp, a=a: comp(*a))
-                gbs = moved / t_tri / 1e9
-                row = dict(
-                    case=case.name,
-                    tokens=t,
-                    hidden=h,
-                    gbs=gbs,
-                    pct=100 * gbs / copy_peak,
-                    tri=t_tri,
-                    eager=t_eager,
-                    ind=t_ind,
-                    eager_gbs=moved / t_eager / 1e9,
-                    ind_gbs=moved / t_ind / 1e9,
-                )
+                    mark_tokens_dynamic(a, t)
+                    # Checked like ours: shows which contract deviations any compiler makes.
+                    status = check(case, comp(*a), want)
+                    if status != "ok":
+                        problems.append(f"inductor: {status}")
+                    row["inductor"] = timer(lambda comp=comp, a=a: comp(*a))
+                row["moved"] = moved
                 results.append(row)
-                ind = "-" if args.no_inductor else f"{t_ind * 1e6:.1f}"
-                ratio = "-" if args.no_inductor else f"{t_ind / t_tri:.2f}x"
-                line = (
-                    f"| {case.name} | {t} | {h} | {moved / 1e6:.2f} | {t_tri * 1e6:.1f} | "
-                    f"{gbs:.4g} | {row['pct']:.0f} % | {t_eager * 1e6:.1f} | {ind} | "
-                    f"{ratio} | {status} |"
-                )
+                cells = [case.name, str(t), str(h), f"{moved / 1e6:.2f}"]
+                for impl in impls:
+                    cells += [
+                        f"{row[impl] * 1e6:.1f}",
+                        f"{100 * moved / row[impl] / 1e9 / copy_peak:.0f} %",
+                        f"{row['inductor'] / row[impl]:.2f}",
+                    ]
+                cells += [
+                    f"{row['eager'] * 1e6:.1f}",
+                    f"{row['inductor'] * 1e6:.1f}",
+                    f"{100 * moved / row['inductor'] / 1e9 / copy_peak:.0f} %",
+                    "; ".join(problems) or "ok",
+                ]
+                line = "| " + " | ".join(cells) + " |"
                 lines.append(line)
                 print(line, flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(header + "\n" + "\n".join(lines) + "\n")
+                if table:
+                    table.write(line + "\n")
+                    table.flush()
+    if table:
+        table.close()
         print(f"table written to {args.out}")
     plot_path = (
         args.plot if args.plot is not None else (None if args.dry_run else "bench/kernels.png")
     )
     if plot_path:
-        plot(results, copy_peak, plot_path, name)
+        plot(results, list(impls), copy_peak, plot_path, name)
     return 0 if all("MISMATCH" not in ln for ln in lines) else 1
 
 
-def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str) -> None:
+def plot(
+    results: list[dict[str, Any]], impls: list[str], copy_peak: float, path: str, device: str
+) -> None:
     try:
         import matplotlib
 
@@ -359,6 +411,8 @@ def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str
     nrows = (len(names) + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.6 * nrows), squeeze=False)
     colors = dict(zip(hiddens, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=False))
+    styles = dict(zip(impls, ("-o", "-s", "-^"), strict=False))
+    styles.update(inductor="--", eager=":")
     for ax, name in zip(axes.flat, names, strict=False):
         for h in hiddens:
             rows = sorted(
@@ -366,15 +420,9 @@ def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str
                 key=lambda r: r["tokens"],
             )
             xs = [r["tokens"] for r in rows]
-            ax.plot(
-                xs, [r["gbs"] for r in rows], "-o", color=colors.get(h), ms=3, label=f"triton H={h}"
-            )
-            ax.plot(
-                xs, [r["ind_gbs"] for r in rows], "--", color=colors.get(h), label=f"inductor H={h}"
-            )
-            ax.plot(
-                xs, [r["eager_gbs"] for r in rows], ":", color=colors.get(h), label=f"eager H={h}"
-            )
+            for series, style in styles.items():
+                ys = [r["moved"] / r[series] / 1e9 for r in rows]
+                ax.plot(xs, ys, style, color=colors.get(h), ms=3, label=f"{series} H={h}")
         ax.axhline(copy_peak, color="black", lw=1, label="copy bandwidth")
         ax.set_xscale("log")
         ticks = sorted({r["tokens"] for r in results})
@@ -385,8 +433,8 @@ def plot(results: list[dict[str, Any]], copy_peak: float, path: str, device: str
         ax.set_ylabel("GB/s")
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=6)
-    fig.suptitle(f"vllm-xdsl Triton kernels vs native eager / Inductor ({device})")
+    axes.flat[0].legend(fontsize=5)
+    fig.suptitle(f"vllm-xdsl kernels vs native eager / Inductor ({device})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"plot written to {path}")

@@ -1,9 +1,12 @@
 """Latency and peak memory of the demo decoder: vllm_xdsl backend vs Inductor vs eager (issue 8).
 
     python bench/model_latency.py [--layers 8] [--tokens 1,512] [--rounds 15] [--no-rss]
+    python bench/model_latency.py --device cuda --hidden 4096 --intermediate 14336 \
+        --heads 32 --layers 2 --tokens 1,4096 --no-rss          # on a GPU
 
 The bundled decoder (vllm_xdsl/models: HF-style RMSNorm, fp8 static-quant linears, SDPA;
-random weights, bf16, the demo's sizes unless --hidden etc.) on the CPU three ways:
+random weights, bf16, the demo's sizes unless --hidden etc.) on the CPU (or --device cuda)
+three ways:
 
 - vllm_xdsl: `torch.compile(backend="vllm_xdsl", options={"inner": "inductor",
   "strict": True})` (strict: a pipeline failure raises instead of silently falling back);
@@ -16,7 +19,11 @@ Latency: the three are timed side by side in one process, interleaved (each roun
 batch of calls of every variant, in rotating order); the minimum per call over the rounds
 is kept, so load spikes on this shared machine hit all variants alike.
 
-Peak memory, two measures (tracemalloc does not see torch's C++ allocations):
+On a GPU each timed batch ends with a device synchronisation, and peak memory per call is
+the caching allocator's peak (torch.cuda.max_memory_allocated) above its level before the
+call.
+
+Peak memory on the CPU, two measures (tracemalloc does not see torch's C++ allocations):
 - per call: the peak of live tensor bytes during one forward, from the torch profiler's
   allocator records (`profile_memory=True`: every CPU allocation and free through c10's
   allocator, which eager ops and Inductor's generated code both use; each event's own
@@ -58,6 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="torch threads (1: an OpenMP barrier on a loaded 2-core machine makes "
                         "timings swing 5x; every variant uses the same count)")
     p.add_argument("--no-rss", action="store_true", help="skip the per-process RSS subprocesses")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     try:
@@ -72,7 +80,7 @@ def build(args: argparse.Namespace) -> torch.nn.Module:
     cfg = DecoderConfig(hidden=args.hidden, intermediate=args.intermediate, heads=args.heads,
                         layers=args.layers)
     torch.manual_seed(0)
-    return TinyDecoder(cfg).to(torch.bfloat16).eval()
+    return TinyDecoder(cfg).to(torch.bfloat16).to(args.device).eval()
 
 
 def variant(name: str, model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -84,15 +92,29 @@ def variant(name: str, model: torch.nn.Module) -> Callable[[torch.Tensor], torch
                          options={"inner": "inductor", "strict": True})
 
 
+def synchronize() -> None:
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def per_call(fn: Callable[[], object], n: int) -> float:
+    synchronize()
     t0 = time.perf_counter()
     for _ in range(n):
         fn()
+    synchronize()
     return (time.perf_counter() - t0) / n
 
 
-def peak_tensor_bytes(fn: Callable[[], object]) -> int:
-    """Peak of live bytes allocated through torch's CPU allocator during fn()."""
+def peak_tensor_bytes(fn: Callable[[], object], device: str) -> int:
+    """Peak of live bytes allocated through torch's allocator during fn(), above the start."""
+    if device == "cuda":
+        synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        fn()
+        synchronize()
+        return torch.cuda.max_memory_allocated() - start
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -119,7 +141,7 @@ def rss_kb(field: str) -> int:
 def child(args: argparse.Namespace) -> None:
     """One variant in this fresh process: JSON with the RSS growth from compile + run."""
     model = build(args)
-    inputs = [torch.randint(0, 256, (t,)) for t in args.tokens]
+    inputs = [torch.randint(0, 256, (t,), device=args.device) for t in args.tokens]
     before = rss_kb("VmRSS")
     fn = variant(args.child, model)
     t0 = time.perf_counter()
@@ -149,13 +171,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         return child(args)
     model = build(args)
+    where = (torch.cuda.get_device_name() if args.device == "cuda"
+             else f"CPU, {torch.get_num_threads()} threads")
     print(f"model: demo decoder, {args.layers} layers, hidden {args.hidden}, intermediate "
-          f"{args.intermediate}, {args.heads} heads, bf16, fp8 static-quant linears; CPU, "
-          f"{torch.get_num_threads()} threads, torch {torch.__version__}")
+          f"{args.intermediate}, {args.heads} heads, bf16, fp8 static-quant linears; {where}, "
+          f"torch {torch.__version__}")
     one, five, _ = os.getloadavg()
     print(f"load average at start: {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores")
     fns = {name: variant(name, model) for name in VARIANTS}
-    inputs = {t: torch.randint(0, 256, (t,)) for t in args.tokens}
+    inputs = {t: torch.randint(0, 256, (t,), device=args.device) for t in args.tokens}
     rows = {}
     with torch.no_grad():
         compile_s = {}
@@ -174,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
                 order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
                 for n in order:
                     best[n] = min(best[n], per_call(lambda n=n, ids=ids: fns[n](ids), n_calls[n]))
-            peak = {n: peak_tensor_bytes(lambda n=n, ids=ids: fns[n](ids)) for n in VARIANTS}
+            peak = {n: peak_tensor_bytes(lambda n=n, ids=ids: fns[n](ids), args.device)
+                    for n in VARIANTS}
             rows[t] = {"ms": {n: v * 1e3 for n, v in best.items()}, "peak_kib": {
                 n: v / 2**10 for n, v in peak.items()}, "max_err_vs_eager": err}
     one, _, _ = os.getloadavg()

@@ -39,6 +39,7 @@ REDUCED: dict[str, list[str]] = {
     "compile_time": ["--repeat", "2", "--inductor-repeat", "1"],
     "dispatch_overhead": ["--rounds", "10"],
     "kernels": ["--tokens", "1,16,4096", "--hidden", "4096"],
+    "profile_decode": ["--hidden", "256", "--intermediate", "512", "--heads", "4", "--steps", "5"],
 }
 ORDER = ("compile_pipeline", "model_latency", "compile_time", "dispatch_overhead", "kernels")
 
