@@ -77,10 +77,13 @@ step pytest 140 python3 -m pytest -q -rfE --maxfail 40 -n 12 --timeout 130 -p no
 step verify_triton 140 python3 -m vllm_xdsl.verify --provider triton &
 step verify_cuda 140 python3 -m vllm_xdsl.verify --provider cuda &
 step verify_full 140 python3 -m vllm_xdsl.verify --provider triton --full --op fused_add_rms_norm_quant &
+step verify_hw 140 env VLLM_XDSL_TRITON_HW_CASTS=1 python3 -m vllm_xdsl.verify --provider triton &
 wait
 
-# 2. The kernel benchmark (alone on the GPU).
-step bench 260 python3 bench/kernels.py --out "$OUT/kernels.md" --plot "$OUT/kernels.png"
+# 2. The kernel benchmark (alone on the GPU) at the issue's target sizes, every
+# implementation including the hardware-conversion variant of the Triton kernels.
+step bench 260 python3 bench/kernels.py --impls triton,triton_hw,cuda --tokens 4096,16384 \
+    --out "$OUT/kernels.md" --plot "$OUT/kernels.png"
 
 # 3. Autotuned dispatch on the GPU: the bundled decoder's ops, every provider timed.
 step tune 40 bash -c 'python3 -m vllm_xdsl.tune --model demo --hidden 4096 --dtype bfloat16 \

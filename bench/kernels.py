@@ -4,6 +4,8 @@ For every kernel (each op, the fused ops with their common schemes) at decode an
 shapes (tokens 1, 16, 256, 4096, 16384; hidden 4096, 5120, 8192; bf16) it measures:
 
 - triton:   the generated kernel (vllm_xdsl.backends.triton), as eager dispatch calls it;
+- triton_hw: (--impls) the same kernels rounding to bf16/e4m3fn with the GPU's conversion
+            instructions (launch.hw_casts; sm_89+, else identical to triton);
 - cuda:     the compiled CUDA kernel (vllm_xdsl.backends.cuda, issue 7) through its torch
             op, when nvcc is installed (--impls triton skips it);
 - eager:    the native contract run by PyTorch eagerly;
@@ -48,7 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--impls",
         default="triton,cuda",
-        help="this project's implementations to time (default triton,cuda; cuda needs nvcc)",
+        help="this project's implementations to time (default triton,cuda; cuda needs nvcc; "
+        "triton_hw: the Triton kernels with hardware bf16/fp8 conversions, sm_89+)",
     )
     p.add_argument("--out", help="write the Markdown table to this file")
     p.add_argument(
@@ -264,6 +267,18 @@ def implementations(names: list[str], gpu: bool) -> dict[str, Callable[[str], Ca
             from vllm_xdsl.backends.triton.functions import FUNCTIONS
 
             out[name] = FUNCTIONS.__getitem__
+        elif name == "triton_hw":  # the same kernels rounding with the GPU's conversions
+            from vllm_xdsl.backends.triton.functions import FUNCTIONS
+            from vllm_xdsl.backends.triton.launch import hw_casts
+
+            def with_hw_casts(op: str) -> Callable:
+                def call(*args: Any) -> Any:
+                    with hw_casts(True):
+                        return FUNCTIONS[op](*args)
+
+                return call
+
+            out[name] = with_hw_casts
         elif name == "cuda":
             from vllm_xdsl.backends.cuda.register import available
 
@@ -276,7 +291,9 @@ def implementations(names: list[str], gpu: bool) -> dict[str, Callable[[str], Ca
             fns = launchers("cuda")
             out[name] = lambda op, fns=fns: getattr(fns, op)
         else:
-            raise SystemExit(f"bench/kernels.py: unknown implementation {name!r} (triton, cuda)")
+            raise SystemExit(
+                f"bench/kernels.py: unknown implementation {name!r} (triton, triton_hw, cuda)"
+            )
     return out
 
 

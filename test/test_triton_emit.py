@@ -118,3 +118,38 @@ def test_without_triton_registration_works_and_says_why(monkeypatch):
     C.get_kernels.cache_clear()
     with pytest.raises(C.TritonUnavailableError, match="not importable"):
         C.get_kernel(spec)
+
+
+def test_hw_casts_leave_bf16_and_e4m3fn_rounding_to_the_gpu():
+    static = QuantScheme(E4M3, True, "tensor")
+    emulated = KernelSpec("rms_norm_quant", BF16, BF16, None, None, static, block_size=128)
+    hw = KernelSpec("rms_norm_quant", BF16, BF16, None, None, static, block_size=128,
+                    hw_casts=True)
+    assert hw.name == emulated.name + "_hw" and hw != emulated
+    src, hw_src = emit_source(emulated), emit_source(hw)
+    assert "_round_bf16(" in src and "_round_e4m3(" in src and "_e4m3_bits(" in src
+    for helper in ("_round_bf16", "_round_e4m3", "_e4m3_bits"):
+        assert helper not in hw_src
+    assert ".to(tl.bfloat16).to(tl.float32)" in hw_src
+    assert "q.to(tl.float8e4nv).to(tl.uint8, bitcast=True)" in hw_src
+    assert "#   hw_casts = True" in hw_src
+    # e4m3fnuz (ROCm) keeps the f32 rounding and encoding even with hw_casts.
+    fnuz = KernelSpec("static_scaled_fp8_quant", BF16, block_size=128, hw_casts=True,
+                      scheme=QuantScheme(torch.float8_e4m3fnuz, True, "tensor"))
+    assert "_e4m3_bits(" in emit_source(fnuz)
+
+
+def test_hw_casts_only_where_the_gpu_converts_exactly(monkeypatch):
+    from vllm_xdsl.backends.triton import launch
+
+    cpu = torch.device("cpu")
+    monkeypatch.setenv(launch.HW_CASTS_ENV, "1")
+    assert not launch._hw_casts(cpu)  # the interpreter's casts are wrong (OPS.md)
+    with launch.hw_casts(True):
+        assert not launch._hw_casts(cpu)
+    monkeypatch.setattr(launch, "_converts_exactly", lambda device: True)
+    assert launch._hw_casts(cpu)
+    with launch.hw_casts(False):
+        assert not launch._hw_casts(cpu)
+    monkeypatch.delenv(launch.HW_CASTS_ENV)
+    assert not launch._hw_casts(cpu)  # opt-in

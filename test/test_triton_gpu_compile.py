@@ -5,6 +5,9 @@ the GPU compiler rejects (types, constexpr use, layouts). Here each distinct ker
 verify grid is compiled ahead of time, through Triton's own compiler and bundled ptxas /
 lld, for an H100/H200 (sm_90) and, for the ROCm flavours (e4m3fnuz, int8), an MI300
 (gfx942): exactly what the first launch on such a GPU compiles. Nothing is launched.
+Specs in bf16 or with e4m3fn output are also compiled with `hw_casts` for sm_90, and their
+PTX must use the conversion instructions (cvt.rn.bf16 / cvt.rn.satfinite.e4m3x2) in place of
+the f32 emulation.
 
 It runs in a subprocess without TRITON_INTERPRET: a process that imported Triton in
 interpreter mode holds interpreted standard-library functions that the GPU compiler
@@ -13,106 +16,70 @@ cannot use.
 
 from __future__ import annotations
 
-import linecache
 import os
 import subprocess
 import sys
-import types
-from typing import Any
+from dataclasses import replace
 
 import pytest
 import torch
 
-from vllm_xdsl.backends.triton.spec import KernelSpec
+from vllm_xdsl.backends.triton.spec import QUANT_OPS, KernelSpec
 
-POINTER = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32",
-           torch.uint8: "*u8", torch.int8: "*i8", torch.int32: "*i32"}
-
-
-def _jit_kernels(spec: KernelSpec) -> list:
-    """The spec's kernels as GPU JITFunctions (not interpreted), in launch order."""
-    from vllm_xdsl.backends.triton.emit import emit_kernels, emit_source
-
-    source = emit_source(spec)
-    name = f"vllm_xdsl_gpu_compile_check.{spec.name}"
-    filename = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    sys.modules[name] = module
-    exec(compile(source, filename, "exec"), module.__dict__)
-    return [getattr(module, k) for k in emit_kernels(spec)]
-
-
-def _signature(kernel: Any, args: tuple, meta: dict) -> tuple[dict, dict]:
-    values = dict(zip(kernel.arg_names, args, strict=False)) | meta
-    signature, constexprs = {}, {}
-    for p in kernel.params:
-        v = values[p.name]
-        if p.is_constexpr or v is None:
-            signature[p.name], constexprs[p.name] = "constexpr", v
-        elif isinstance(v, torch.Tensor):
-            signature[p.name] = POINTER[v.dtype]
-        elif isinstance(v, bool):
-            signature[p.name] = "i1"
-        elif isinstance(v, int):
-            signature[p.name] = "i32" if -(2**31) <= v < 2**31 else "i64"
-        else:
-            assert isinstance(v, float), (p.name, type(v))
-            signature[p.name] = "fp32"
-    return signature, constexprs
-
-
-def _launches(op: str) -> dict[KernelSpec, tuple]:
-    """Each distinct spec the op's verify-grid cases launch, with one launch's arguments."""
-    from vllm_xdsl.backends.triton import launch
-    from vllm_xdsl.backends.triton.functions import FUNCTIONS
-    from vllm_xdsl.ops.grid import cases
-
-    seen: dict[KernelSpec, tuple] = {}
-
-    def record(spec: KernelSpec, tokens: int, *args: Any, prologue: tuple = ()) -> None:
-        seen.setdefault(spec, (args, prologue))
-
-    real, launch._launch = launch._launch, record
-    try:
-        for case in cases(op, False, "cpu"):
-            FUNCTIONS[op](*case.args)
-    finally:
-        launch._launch = real
-    return seen
+QUANT_ONLY = tuple(QUANT_OPS)  # unfused quants read bf16 but never round to it
 
 
 def compile_all() -> int:
     """Compile every op's kernels; one line per op; the number of failures."""
-    import triton
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
     from vllm_xdsl import ops
+    from vllm_xdsl.backends.triton.aot import compile_spec, record_launches
+    from vllm_xdsl.backends.triton.functions import FUNCTIONS
+    from vllm_xdsl.ops.grid import cases
 
     targets = {"sm_90": GPUTarget("cuda", 90, 32), "gfx942": GPUTarget("hip", "gfx942", 64)}
     failures = 0
     for op in ops.ALL_OPS:
-        launches, compiled, problem = _launches(op), 0, None
-        for spec, (args, prologue) in launches.items():
-            rocm = spec.scheme is not None and spec.scheme.dtype in (
+        grid = cases(op, False, "cpu")
+        launches = record_launches(lambda op=op, grid=grid: [FUNCTIONS[op](*c.args) for c in grid])
+        variants = list(launches.items())
+        variants += [(replace(spec, hw_casts=True), call) for spec, call in launches.items()
+                     if _hw_applies(spec)]
+        compiled, problem = 0, None
+        for spec, call in variants:
+            rocm = not spec.hw_casts and spec.scheme is not None and spec.scheme.dtype in (
                 torch.float8_e4m3fnuz, torch.int8)
-            kernels = _jit_kernels(spec)
-            all_args = [prologue] * (len(kernels) - 1) + [args]
-            for kernel, kernel_args in zip(kernels, all_args, strict=True):
-                signature, constexprs = _signature(kernel, kernel_args, {"BLOCK": spec.block_size})
-                for arch in ("sm_90", "gfx942") if rocm else ("sm_90",):
-                    try:
-                        triton.compile(ASTSource(kernel, signature, constexprs),
-                                       target=targets[arch], options={"num_warps": spec.num_warps})
-                        compiled += 1
-                    except Exception as e:  # the kernel and target, not only the MLIR error
-                        first = (str(e).strip().splitlines() or [""])[0]
-                        problem = problem or f"{spec.name} for {arch}: {type(e).__name__}: {first}"
+            for arch in ("sm_90", "gfx942") if rocm else ("sm_90",):
+                try:
+                    binaries = compile_spec(spec, call, targets[arch])
+                except Exception as e:  # the kernel and target, not only the MLIR error
+                    first = (str(e).strip().splitlines() or [""])[0]
+                    problem = problem or f"{spec.name} for {arch}: {type(e).__name__}: {first}"
+                    continue
+                compiled += len(binaries)
+                if spec.hw_casts:
+                    problem = problem or _missing_conversion(spec, binaries[-1].asm["ptx"])
         failures += problem is not None or not launches
         print(f"{op}: {problem or f'{compiled} kernel compilations ok'}", flush=True)
     return failures
+
+
+def _hw_applies(spec: KernelSpec) -> bool:
+    """Whether hw_casts changes the spec's source: a bf16 rounding or an e4m3fn output."""
+    e4m3fn = spec.scheme is not None and spec.scheme.dtype == torch.float8_e4m3fn
+    bf16 = torch.bfloat16 in (spec.dtype, spec.weight_dtype) and spec.op not in QUANT_ONLY
+    return e4m3fn or bf16
+
+
+def _missing_conversion(spec: KernelSpec, ptx: str) -> str | None:
+    wanted = []
+    if spec.scheme is not None and spec.scheme.dtype == torch.float8_e4m3fn:
+        wanted.append("cvt.rn.satfinite.e4m3x2.f32")
+    if spec.dtype == torch.bfloat16 and spec.op not in QUANT_ONLY:
+        wanted.append("cvt.rn.bf16")
+    missing = [w for w in wanted if w not in ptx]
+    return f"{spec.name}: no {', '.join(missing)} in its PTX" if missing else None
 
 
 def test_kernels_compile_for_gpus() -> None:

@@ -43,6 +43,8 @@ def describe(spec: KernelSpec) -> list[str]:
         f"block_size = {spec.block_size}",
         f"num_warps = {spec.num_warps}",
     ]
+    if spec.hw_casts:
+        lines.append("hw_casts = True (bf16 / e4m3fn rounding by the GPU's conversions)")
     if spec.template == "norm":
         return lines
     return [ln for ln in lines if not ln.startswith(("weight_dtype", "epsilon", "variance"))]

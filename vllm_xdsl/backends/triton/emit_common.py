@@ -77,14 +77,19 @@ TL_DTYPE = {
     torch.float8_e4m3fnuz: "tl.float8e4b8",
     torch.int8: "tl.int8",
 }
+# fp8 types whose conversion from f32 `hw_casts` leaves to the GPU: e4m3fn, converted by
+# sm_89+ with cvt.rn.satfinite (round to nearest even). e4m3fnuz (ROCm) keeps the f32 path.
+HW_FP8 = (torch.float8_e4m3fn,)
 # Exponent of the smallest normal e4m3 number (bias 7 for fn, 8 for fnuz).
 E4M3_MIN_EXP = {torch.float8_e4m3fn: -6, torch.float8_e4m3fnuz: -7}
 
 
-def round_to(expr: str, dtype: torch.dtype) -> str:
-    """An f32 expression rounded (nearest even) to `dtype`, still as f32."""
+def round_to(expr: str, dtype: torch.dtype, hw: bool = False) -> str:
+    """An f32 expression rounded (nearest even) to `dtype`, still as f32. `hw`: with the
+    GPU's conversion instruction (exact on a GPU, wrong in the interpreter) instead of the
+    bit arithmetic of _round_bf16."""
     if dtype == torch.bfloat16:
-        return f"_round_bf16({expr})"
+        return f"({expr}).to(tl.bfloat16).to(tl.float32)" if hw else f"_round_bf16({expr})"
     if dtype == torch.float16:
         return f"({expr}).to(tl.float16).to(tl.float32)"  # exact, even when interpreted
     return expr
@@ -136,14 +141,22 @@ def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[s
 
 
 def quant_epilogue(
-    k: KernelText, scheme: QuantScheme, has_scale_ub: bool, fused: bool, n: str, tiled: bool = False
+    k: KernelText,
+    scheme: QuantScheme,
+    has_scale_ub: bool,
+    fused: bool,
+    n: str,
+    tiled: bool = False,
+    hw: bool = False,
 ) -> None:
     """Quantize `y` (f32, values exact in the activation dtype) and store q.
 
     `y` is [BLOCK], or [BLOCK // group_size, group_size] for per-group schemes.
 
     The structure follows the native quant ops: scale computations and divisions are
-    IEEE-rounded (div_rn) as in torch; `n` is the number of valid columns.
+    IEEE-rounded (div_rn) as in torch; `n` is the number of valid columns. `hw`: e4m3fn
+    values are converted by the GPU's instruction (round to nearest even, one instruction
+    per two values) instead of rounded and encoded in f32/integer arithmetic.
     """
     qmax = flt(scheme.qmax)
     k.add(f"# quantize: {scheme_text(scheme)}")
@@ -197,7 +210,13 @@ def quant_epilogue(
         )
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = tl.minimum(tl.maximum(q, {lo}), {qmax})")
-    if scheme.is_fp8:
+    if scheme.is_fp8 and hw and scheme.dtype in HW_FP8:
+        k.add(
+            "# q_ptr is the fp8 output viewed as uint8: store the bits of the GPU's conversion",
+            f"tl.store(q_ptr + row * q_row_stride + cols, q.to({TL_DTYPE[scheme.dtype]})"
+            ".to(tl.uint8, bitcast=True), mask=mask)",
+        )
+    elif scheme.is_fp8:
         e = E4M3_MIN_EXP[scheme.dtype]
         k.add(
             f"q = _round_e4m3(q, {e})",

@@ -9,6 +9,9 @@ Annotations are real (no `from __future__ import annotations`): the torch custom
 infer their schemas from the natives, and these functions must match them.
 """
 
+import contextlib
+import os
+from collections.abc import Iterator
 from functools import lru_cache
 
 import torch
@@ -36,6 +39,43 @@ def _kernel_view(t: Tensor) -> Tensor:
     return t.view(torch.uint8) if t.dtype in FP8_DTYPES else t
 
 
+# Opt-in until measured and verified on a GPU (bench/gpu_session.sh does both): round to
+# bf16 / e4m3fn with the GPU's conversion instructions instead of f32 bit arithmetic.
+HW_CASTS_ENV = "VLLM_XDSL_TRITON_HW_CASTS"
+_hw_casts_override: bool | None = None
+
+
+@contextlib.contextmanager
+def hw_casts(enabled: bool) -> Iterator[None]:
+    """Ask for (or against) hardware conversions within the block, whatever the environment
+    says (benchmarks compare both in one process). A device that cannot still emulates."""
+    global _hw_casts_override
+    before, _hw_casts_override = _hw_casts_override, enabled
+    try:
+        yield
+    finally:
+        _hw_casts_override = before
+
+
+def _hw_casts(device: torch.device) -> bool:
+    wanted = _hw_casts_override
+    if wanted is None:
+        wanted = os.environ.get(HW_CASTS_ENV, "") in ("1", "true")
+    return wanted and _converts_exactly(device)
+
+
+@lru_cache(maxsize=16)
+def _converts_exactly(device: torch.device) -> bool:
+    """Whether Triton's f32 -> bf16 / e4m3fn conversions on `device` round to nearest even:
+    NVIDIA GPUs from sm_89 (cvt.rn.satfinite.e4m3x2); not Triton's CPU interpreter (OPS.md),
+    not ROCm (unverified here)."""
+    if device.type != "cuda" or torch.version.hip is not None:
+        return False
+    if os.environ.get("TRITON_INTERPRET", "") == "1":
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 9)
+
+
 def _spec(
     op: str,
     x: Tensor,
@@ -55,6 +95,7 @@ def _spec(
         variance_size,
         scheme,
         has_scale_ub,
+        _hw_casts(x.device),
     )
 
 
@@ -68,6 +109,7 @@ def _cached_spec(
     variance_size: int | None,
     scheme: QuantScheme | None,
     has_scale_ub: bool,
+    hw: bool,
 ) -> KernelSpec:
     # Cached: a decode-sized launch must not pay for building and validating a spec.
     return KernelSpec(
@@ -80,6 +122,7 @@ def _cached_spec(
         has_scale_ub,
         block,
         default_num_warps(block),
+        hw,
     )
 
 

@@ -15,6 +15,8 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | `block_size`    | BLOCK: columns one program covers (the row,| `block_size` property              |
 |                 | or a column tile when `tiled`)             |                                    |
 | `num_warps`     | warps per program                          | backend choice                     |
+| `hw_casts`      | round to bf16 / e4m3fn with the GPU's      | launch choice (the device)         |
+|                 | conversions instead of f32 bit arithmetic  |                                    |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
 kernel serves every shape whose row fits in `block_size`.
@@ -110,6 +112,7 @@ class KernelSpec:
     has_scale_ub: bool = False
     block_size: int = 1024
     num_warps: int = 4
+    hw_casts: bool = False
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -184,6 +187,8 @@ class KernelSpec:
         if self.has_scale_ub:
             parts.append("ub")
         parts += [f"b{self.block_size}", f"nw{self.num_warps}"]
+        if self.hw_casts:
+            parts.append("hw")
         return "_".join(parts)
 
 

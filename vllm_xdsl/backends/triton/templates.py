@@ -85,7 +85,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
             "# s = x + residual in f32; residual_out is s rounded, the norm uses s unrounded",
             "x = x + " + _load("residual_ptr", "residual_row_stride"),
             _store(
-                "residual_out_ptr", "residual_out_row_stride", round_to("x", spec.dtype), spec.dtype
+                "residual_out_ptr", "residual_out_row_stride", round_to("x", spec.dtype, spec.hw_casts), spec.dtype
             ),
         )
     if spec.variance_size is None:
@@ -104,15 +104,18 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
         k.add(
             f"# y.to(weight.dtype) * weight, rounded to {wd}{then}",
             "w = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)",
-            "y = " + round_to(round_to("y", wd) + " * w", wd),
+            "y = " + round_to(round_to("y", wd, spec.hw_casts) + " * w", wd, spec.hw_casts),
         )
         final = None if wd == spec.dtype else spec.dtype
     if final is not None:
-        k.add("y = " + round_to("y", final))
+        k.add("y = " + round_to("y", final, spec.hw_casts))
     if spec.scheme is None:
         k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
     else:
-        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled)
+        quant_epilogue(
+            k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled,
+            hw=spec.hw_casts,
+        )
     return [k]
 
 
@@ -137,7 +140,10 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
     k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
     k.params += ["N", "BLOCK: tl.constexpr"]
     k.add(*_prologue(spec), "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
-    quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=False, n="N", tiled=spec.tiled)
+    quant_epilogue(
+            k, spec.scheme, spec.has_scale_ub, fused=False, n="N", tiled=spec.tiled,
+            hw=spec.hw_casts,
+        )
     kernels.append(k)
     return kernels
 
@@ -155,13 +161,16 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
         "a = " + _load("x_ptr", "x_row_stride"),
         "b = " + _load("x_ptr", "x_row_stride", "D + "),
         f"# silu(a) and the product are each rounded to {spec.dtype}, as torch computes them",
-        "y = " + round_to("tl.div_rn(a, 1.0 + tl.exp(-a))", spec.dtype),
-        "y = " + round_to("y * b", spec.dtype),
+        "y = " + round_to("tl.div_rn(a, 1.0 + tl.exp(-a))", spec.dtype, spec.hw_casts),
+        "y = " + round_to("y * b", spec.dtype, spec.hw_casts),
     )
     if spec.scheme is None:
         k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
     else:
-        quant_epilogue(k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled)
+        quant_epilogue(
+            k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled,
+            hw=spec.hw_casts,
+        )
     return [k]
 
 

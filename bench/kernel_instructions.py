@@ -1,0 +1,71 @@
+"""Instructions per element of the generated Triton kernels, compiled for sm_90 on any
+machine (no GPU): the f32-emulated roundings against the GPU's conversions (`hw_casts`).
+
+    python bench/kernel_instructions.py [--hidden 4096]
+
+A static count of PTX instructions a thread executes (the kernels have no loops), divided
+by the elements it handles, and by the bytes each element moves. It measures code, not
+time. Why it matters: an H200 issues at most about 3.3e13 thread instructions per second (132
+SMs x 4 schedulers x 32 threads x 1.98 GHz) and moves
+about 4.2e12 bytes per second (copy bandwidth measured there), so a kernel needing more
+than ~8 instructions per byte cannot run at memory speed. On the H200 (bench/RESULTS.md)
+the kernels' fraction of copy bandwidth fell as this ratio rose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+
+os.environ.pop("TRITON_INTERPRET", None)  # compile for the GPU (before Triton is imported)
+
+import torch  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--hidden", type=int, default=4096)
+    args = p.parse_args()
+
+    from triton.backends.compiler import GPUTarget
+
+    from vllm_xdsl.backends.triton.aot import compile_spec, ptx_instructions, record_launches
+    from vllm_xdsl.backends.triton.functions import FUNCTIONS as F
+
+    h, f8 = args.hidden, torch.float8_e4m3fn
+    x = torch.randn(8, h).to(torch.bfloat16)
+    w = torch.randn(h).to(torch.bfloat16)
+    s = torch.tensor([0.02])
+    # (case, call, bytes moved per element: inputs read + outputs written)
+    cases = [
+        ("rms_norm", lambda: F["rms_norm"](x, w, 1e-6), 4),
+        ("fused_add_rms_norm", lambda: F["fused_add_rms_norm"](x, x, w, 1e-6), 8),
+        ("static_scaled_fp8_quant", lambda: F["static_scaled_fp8_quant"](x, s), 3),
+        ("dynamic_per_token_scaled_fp8_quant",
+         lambda: F["dynamic_per_token_scaled_fp8_quant"](x), 3),
+        ("per_token_group_fp8_quant", lambda: F["per_token_group_fp8_quant"](x, 128), 3),
+        ("static_scaled_int8_quant", lambda: F["static_scaled_int8_quant"](x, s), 3),
+        ("silu_and_mul", lambda: F["silu_and_mul"](torch.cat([x, x], -1)), 6),
+        ("rms_norm_quant[static]",
+         lambda: F["rms_norm_quant"](x, w, 1e-6, s, None, f8, True, "tensor"), 3),
+        ("fused_add_rms_norm_quant[static]",
+         lambda: F["fused_add_rms_norm_quant"](x, x, w, 1e-6, s, None, f8, True, "tensor"), 7),
+        ("rms_norm_quant[group128]",
+         lambda: F["rms_norm_quant"](x, w, 1e-6, None, None, f8, False, "group", 128), 3),
+    ]
+    target = GPUTarget("cuda", 90, 32)
+    print(f"PTX instructions per element, sm_90, bf16, hidden {h} (one row per program)")
+    print("| kernel | emulated | hw_casts | emulated / byte | hw_casts / byte | emulated / hw |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, run, nbytes in cases:
+        (spec, call), = record_launches(run).items()
+        per_thread = spec.block_size // (32 * spec.num_warps)
+        counts = [ptx_instructions(compile_spec(sp, call, target)[-1].asm["ptx"]) / per_thread
+                  for sp in (spec, replace(spec, hw_casts=True))]
+        print(f"| {name} | {counts[0]:.1f} | {counts[1]:.1f} | {counts[0] / nbytes:.1f} | "
+              f"{counts[1] / nbytes:.1f} | {counts[0] / counts[1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Compile emitted kernels for a GPU ahead of time, on any machine (no GPU, no launch).
+
+Triton's compiler runs with its bundled ptxas / lld for an explicit target (sm_90, gfx942),
+so CI can check that every generated kernel compiles for real GPUs, and its PTX can be
+read. The process must not interpret Triton (TRITON_INTERPRET unset when Triton was
+imported): interpreted standard-library functions cannot be compiled.
+
+    launches = record_launches(lambda: FUNCTIONS["rms_norm"](x, w, 1e-6))
+    for spec, call in launches.items():
+        binaries = compile_spec(spec, call, GPUTarget("cuda", 90, 32))
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from vllm_xdsl.backends.triton import launch
+from vllm_xdsl.backends.triton.emit import emit_kernels, emit_source
+from vllm_xdsl.backends.triton.spec import KernelSpec
+
+_POINTER = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp32",
+            torch.uint8: "*u8", torch.int8: "*i8", torch.int32: "*i32"}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The arguments of one launch of a spec: the last kernel's and, for two-kernel ops,
+    the first (absmax) kernel's."""
+
+    args: tuple
+    prologue: tuple = ()
+
+
+def record_launches(run: Callable[[], Any]) -> dict[KernelSpec, Launch]:
+    """Each distinct spec that `run()`'s launcher calls would launch, with one launch's
+    arguments; nothing is launched (outputs are left as allocated)."""
+    seen: dict[KernelSpec, Launch] = {}
+
+    def record(spec: KernelSpec, tokens: int, *args: Any, prologue: tuple = ()) -> None:
+        seen.setdefault(spec, Launch(args, prologue))
+
+    real, launch._launch = launch._launch, record
+    try:
+        run()
+    finally:
+        launch._launch = real
+    return seen
+
+
+def jit_kernels(spec: KernelSpec) -> list[Any]:
+    """The spec's kernels as (not interpreted) JITFunctions, in launch order."""
+    source = emit_source(spec)
+    name = f"vllm_xdsl_triton_aot.{spec.name}"
+    filename = f"<{name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    sys.modules[name] = module  # Triton looks kernels up by module name
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return [getattr(module, k) for k in emit_kernels(spec)]
+
+
+def signature(kernel: Any, args: tuple, meta: dict[str, Any]) -> tuple[dict, dict]:
+    """Triton's (signature, constexprs) of a launch of `kernel` with `args` and `meta`."""
+    values = dict(zip(kernel.arg_names, args, strict=False)) | meta
+    sig, constexprs = {}, {}
+    for p in kernel.params:
+        v = values[p.name]
+        if p.is_constexpr or v is None:
+            sig[p.name], constexprs[p.name] = "constexpr", v
+        elif isinstance(v, torch.Tensor):
+            sig[p.name] = _POINTER[v.dtype]
+        elif isinstance(v, bool):
+            sig[p.name] = "i1"
+        elif isinstance(v, int):
+            sig[p.name] = "i32" if -(2**31) <= v < 2**31 else "i64"
+        elif isinstance(v, float):
+            sig[p.name] = "fp32"
+        else:
+            raise TypeError(f"{kernel.__name__}: argument {p.name} of type {type(v).__name__}")
+    return sig, constexprs
+
+
+def compile_spec(spec: KernelSpec, call: Launch, target: Any) -> list[Any]:
+    """The compiled kernels of `spec` for `target` (a triton GPUTarget), in launch order."""
+    import triton
+    from triton.compiler import ASTSource
+
+    kernels = jit_kernels(spec)
+    all_args = [call.prologue] * (len(kernels) - 1) + [call.args]
+    out = []
+    for kernel, args in zip(kernels, all_args, strict=True):
+        sig, constexprs = signature(kernel, args, {"BLOCK": spec.block_size})
+        out.append(triton.compile(ASTSource(kernel, sig, constexprs), target=target,
+                                  options={"num_warps": spec.num_warps}))
+    return out
+
+
+def ptx_instructions(ptx: str) -> int:
+    """Instructions in a PTX listing (no directives, labels, braces or comments). The
+    kernels have no loops: a thread executes each once."""
+    return sum(
+        1 for line in map(str.strip, ptx.splitlines())
+        if line and not line.startswith(("//", ".", "{", "}", "$")) and not line.endswith(":")
+    )
