@@ -12,9 +12,6 @@ imported): interpreted standard-library functions cannot be compiled.
 
 from __future__ import annotations
 
-import linecache
-import sys
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +19,7 @@ from typing import Any
 import torch
 
 from vllm_xdsl.backends.triton import launch
+from vllm_xdsl.backends.triton.compile import exec_source
 from vllm_xdsl.backends.triton.emit import emit_kernels, emit_source
 from vllm_xdsl.backends.triton.spec import KernelSpec
 
@@ -56,14 +54,8 @@ def record_launches(run: Callable[[], Any]) -> dict[KernelSpec, Launch]:
 
 def jit_kernels(spec: KernelSpec) -> list[Any]:
     """The spec's kernels as (not interpreted) JITFunctions, in launch order."""
-    source = emit_source(spec)
-    name = f"vllm_xdsl_triton_aot.{spec.name}"
-    filename = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    sys.modules[name] = module  # Triton looks kernels up by module name
-    exec(compile(source, filename, "exec"), module.__dict__)
+    # Its own module name: get_module's (interpreted, in a test process) stays untouched.
+    module = exec_source(emit_source(spec), f"vllm_xdsl_triton_aot.{spec.name}")
     return [getattr(module, k) for k in emit_kernels(spec)]
 
 

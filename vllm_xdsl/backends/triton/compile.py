@@ -40,7 +40,11 @@ def get_module(spec: KernelSpec) -> types.ModuleType:
         raise TritonUnavailableError(problem)
     source = emit_source(spec)
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    mod_name = f"vllm_xdsl_triton_gen.{spec.name}_{digest}"
+    return exec_source(source, f"vllm_xdsl_triton_gen.{spec.name}_{digest}")
+
+
+def exec_source(source: str, mod_name: str) -> types.ModuleType:
+    """Execute kernel source as module `mod_name`, readable by Triton through `inspect`."""
     filename = f"<{mod_name}>"
     # mtime None: linecache.checkcache never evicts this entry.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
