@@ -297,10 +297,50 @@ def implementations(names: list[str], gpu: bool) -> dict[str, Callable[[str], Ca
     return out
 
 
+def measure_case(
+    case: Case,
+    hidden: int,
+    tokens: tuple[int, ...],
+    fns: dict[str, Callable],
+    timer: Timer,
+    compile_cache: dict,
+    no_inductor: bool,
+    mk: Maker,
+) -> list[dict[str, Any]]:
+    """Rows of one case at one hidden size, every token count. All compiling and checking
+    happens before any timing: on the H200, timings taken right after an Inductor compile
+    were several times slower (background compile workers)."""
+    from vllm_xdsl import ops
+
+    native = ops.ALL_OPS[case.op].native
+    variants = dict(fns, eager=native)
+    prepared = []
+    for t in sorted(tokens, reverse=True):  # largest first: the dynamic graph first
+        a = case.make(mk, t, hidden)
+        want = native(*a)
+        row: dict[str, Any] = dict(case=case.name, tokens=t, hidden=hidden,
+                                   moved=nbytes(a, want), inductor=float("nan"))
+        calls = dict(variants)
+        if not no_inductor:
+            mark_tokens_dynamic(a, t)
+            calls["inductor"] = compiled(case, hidden, native, compile_cache)
+        problems = []
+        for name, fn in calls.items():
+            # Inductor is checked like ours: it shows the deviations any compiler makes.
+            status = "ok" if name == "eager" else check(case, fn(*a), want)
+            if status != "ok":
+                problems.append(f"{name}: {status}")
+        row["check"] = "; ".join(problems) or "ok"
+        prepared.append((row, a, calls))
+    for row, a, calls in prepared:
+        for name, fn in calls.items():
+            row[name] = timer(lambda fn=fn, a=a: fn(*a))
+    return [row for row, _, _ in prepared]
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from vllm_xdsl import ops
 
     gpu = not args.dry_run
     device = "cuda" if gpu else "cpu"
@@ -354,45 +394,23 @@ def run(args: argparse.Namespace) -> int:
     compile_cache: dict = {}
     mk = Maker(device)
     for case in (c for c in all_cases if c.name in wanted):
-        native = ops.ALL_OPS[case.op].native
         fns = {impl: get(case.op) for impl, get in impls.items()}
         for h in hidden:
-            for t in sorted(tokens, reverse=True):  # largest first: the dynamic graph first
-                a = case.make(mk, t, h)
-                want = native(*a)
-                moved = nbytes(a, want)
-                row: dict[str, Any] = dict(case=case.name, tokens=t, hidden=h)
-                problems = []
-                for impl, fn in fns.items():
-                    got = fn(*a)
-                    status = check(case, got, want)
-                    if status != "ok":
-                        problems.append(f"{impl}: {status}")
-                    row[impl] = timer(lambda fn=fn, a=a: fn(*a))
-                row["eager"] = timer(lambda native=native, a=a: native(*a))
-                row["inductor"] = float("nan")
-                if not args.no_inductor:
-                    comp = compiled(case, h, native, compile_cache)
-                    mark_tokens_dynamic(a, t)
-                    # Checked like ours: shows which contract deviations any compiler makes.
-                    status = check(case, comp(*a), want)
-                    if status != "ok":
-                        problems.append(f"inductor: {status}")
-                    row["inductor"] = timer(lambda comp=comp, a=a: comp(*a))
-                row["moved"] = moved
+            for row in measure_case(case, h, tokens, fns, timer, compile_cache, args.no_inductor,
+                                    mk):
                 results.append(row)
-                cells = [case.name, str(t), str(h), f"{moved / 1e6:.2f}"]
+                cells = [case.name, str(row["tokens"]), str(h), f"{row['moved'] / 1e6:.2f}"]
                 for impl in impls:
                     cells += [
                         f"{row[impl] * 1e6:.1f}",
-                        f"{100 * moved / row[impl] / 1e9 / copy_peak:.0f} %",
+                        f"{100 * row['moved'] / row[impl] / 1e9 / copy_peak:.0f} %",
                         f"{row['inductor'] / row[impl]:.2f}",
                     ]
                 cells += [
                     f"{row['eager'] * 1e6:.1f}",
                     f"{row['inductor'] * 1e6:.1f}",
-                    f"{100 * moved / row['inductor'] / 1e9 / copy_peak:.0f} %",
-                    "; ".join(problems) or "ok",
+                    f"{100 * row['moved'] / row['inductor'] / 1e9 / copy_peak:.0f} %",
+                    row["check"],
                 ]
                 line = "| " + " | ".join(cells) + " |"
                 lines.append(line)
