@@ -308,8 +308,8 @@ def measure_case(
     mk: Maker,
 ) -> list[dict[str, Any]]:
     """Rows of one case at one hidden size, every token count. All compiling and checking
-    happens before any timing: on the H200, timings taken right after an Inductor compile
-    were several times slower (background compile workers)."""
+    happens before any timing: on the H200 the rows timed between a case's first Inductor
+    compiles were often several times slower than later ones (cause not established)."""
     from vllm_xdsl import ops
 
     native = ops.ALL_OPS[case.op].native
