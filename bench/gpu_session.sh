@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # One GPU session, run as a single command on a machine with an NVIDIA GPU (the device
 # lease gives minutes, not hours): GPU correctness first, then the kernel benchmark,
-# autotuning, model latency and a decode profile. Every step has its own time limit and log, so one failing or slow step
-# leaves the others' results. Logs go to $OUT/session.log, the benchmark table and plot to
+# autotuning, model latency and a decode profile. Every step has its own time limit and
+# log, so one failing or slow step leaves the others' results. Logs go to $OUT/session.log, the benchmark table and plot to
 # $OUT/kernels.{md,png} ($OUT defaults to /tmp/vllm_xdsl_gpu).
 #
 #   bash bench/gpu_session.sh            # needs this package importable, plus triton
 #
 # Where the package is not installed (a bare GPU machine without network), put its wheel
-# and xDSL's in .whl/ first (bench/RESULTS.md says how) and set VX_WHEELS=1.
+# and xDSL's in .whl/ first (bench/RESULTS.md says how; rebuild this package's wheel when
+# its entry points change) and set VX_WHEELS=1.
 set -u
 OUT=${OUT:-/tmp/vllm_xdsl_gpu}
 mkdir -p "$OUT"
