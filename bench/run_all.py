@@ -64,7 +64,7 @@ def load() -> str:
 
 
 def benches(only: list[str] | None) -> list[str]:
-    found = sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "run_all")
+    found = sorted(p.stem for p in BENCH.glob("*.py") if p.stem != "run_all" and p.stem[0] != "_")
     names = [n for n in ORDER if n in found] + [n for n in found if n not in ORDER]
     if only:
         unknown = set(only) - set(found)
