@@ -2,7 +2,8 @@
 # One GPU session, run as a single command on a machine with an NVIDIA GPU (the device
 # lease gives minutes, not hours): GPU correctness first, then the kernel benchmark,
 # autotuning, model latency and a decode profile. Every step has its own time limit and
-# log, so one failing or slow step leaves the others' results. Logs go to $OUT/session.log, the benchmark table and plot to
+# log, so one failing or slow step leaves the others' results; the limits of the serial
+# steps add up to 590 s, under a device lease's 600 s per command. Logs go to $OUT/session.log, the benchmark table and plot to
 # $OUT/kernels.{md,png} ($OUT defaults to /tmp/vllm_xdsl_gpu).
 #
 #   bash bench/gpu_session.sh            # needs this package importable, plus triton
@@ -38,7 +39,7 @@ step() {  # step NAME SECONDS COMMAND...: run with a time limit; returns the com
     return $rc
 }
 
-step env 30 bash -c 'nvidia-smi -L
+step env 20 bash -c 'nvidia-smi -L
     nvidia-smi --query-gpu=driver_version,clocks.max.sm,clocks.max.mem --format=csv
     python3 -c "import torch, triton, xdsl; print(\"torch\", torch.__version__, \"triton\",
 triton.__version__, \"cuda\", torch.version.cuda)"
@@ -47,7 +48,7 @@ triton.__version__, \"cuda\", torch.version.cuda)"
 
 # 0. Smoke test: one kernel of each backend and one compiled model. If this fails, stop
 # here and keep the lease's remaining minutes for a fixed rerun.
-step smoke 90 python3 - <<'PY' || exit 1
+step smoke 60 python3 - <<'PY' || exit 1
 import torch
 from vllm_xdsl import ops
 from vllm_xdsl.ops.tolerance import contract_error
@@ -83,7 +84,7 @@ wait
 
 # 2. The kernel benchmark (alone on the GPU) at the issue's target sizes, every
 # implementation including the hardware-conversion variant of the Triton kernels.
-step bench 260 python3 bench/kernels.py --impls triton,triton_hw,cuda --tokens 4096,16384 \
+step bench 220 python3 bench/kernels.py --impls triton,triton_hw,cuda --tokens 4096,16384 \
     --out "$OUT/kernels.md" --plot "$OUT/kernels.png"
 
 # 3. Autotuned dispatch on the GPU: the bundled decoder's ops, every provider timed.
@@ -95,4 +96,4 @@ step latency 60 python3 bench/model_latency.py --device cuda --hidden 4096 --int
     --heads 32 --layers 2 --tokens 1,4096 --rounds 5 --no-rss
 
 # 5. Where a 1-token step's time goes (host vs device, per operator), ours vs Inductor.
-step profile 60 python3 bench/profile_decode.py --device cuda --layers 2 --steps 20
+step profile 50 python3 bench/profile_decode.py --device cuda --layers 2 --steps 20
