@@ -12,8 +12,12 @@ imported): interpreted standard-library functions cannot be compiled.
 
 from __future__ import annotations
 
+import re
+import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -102,3 +106,29 @@ def ptx_instructions(ptx: str) -> int:
         1 for line in map(str.strip, ptx.splitlines())
         if line and not line.startswith(("//", ".", "{", "}", "$")) and not line.endswith(":")
     )
+
+
+# "/*0a30*/  @!P4 BRA `(.L_x_1) ;": an instruction, optionally predicated.
+_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_.]*)")
+
+
+def sass_instructions(cubin: bytes) -> int:
+    """Machine instructions in the entry function of a cubin (what the GPU executes; PTX
+    hides expansions such as div.rn.f32's ~10 instructions). Padding NOPs and out-of-line
+    subroutines (the rarely taken slow path of a division) are not counted; the branches
+    that lead there are. Disassembled with the nvdisasm that Triton ships."""
+    import triton
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        listing = subprocess.run([triton.knobs.nvidia.nvdisasm.path, "-c", str(path)],
+                                 capture_output=True, text=True, check=True, timeout=60).stdout
+    count = 0
+    for line in listing.splitlines():
+        if "@function" in line and "$__internal" in line:
+            break  # the entry function ends where the subroutines begin
+        m = _SASS_LINE.match(line)
+        if m and m.group(1) != "NOP":
+            count += 1
+    return count
