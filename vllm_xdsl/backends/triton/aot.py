@@ -56,45 +56,56 @@ def record_launches(run: Callable[[], Any]) -> dict[KernelSpec, Launch]:
     return seen
 
 
-def jit_kernels(spec: KernelSpec) -> list[Any]:
-    """The spec's kernels as (not interpreted) JITFunctions, in launch order."""
+def jit_kernels(spec: KernelSpec, source: str | None = None) -> list[Any]:
+    """The spec's kernels as (not interpreted) JITFunctions, in launch order. `source`: a
+    variant of the spec's emitted source to compile instead."""
     # Its own module name: get_module's (interpreted, in a test process) stays untouched.
-    module = exec_source(emit_source(spec), f"vllm_xdsl_triton_aot.{spec.name}")
+    name = f"vllm_xdsl_triton_aot.{spec.name}" + ("" if source is None else "_variant")
+    module = exec_source(emit_source(spec) if source is None else source, name)
     return [getattr(module, k) for k in emit_kernels(spec)]
 
 
-def signature(kernel: Any, args: tuple, meta: dict[str, Any]) -> tuple[dict, dict]:
-    """Triton's (signature, constexprs) of a launch of `kernel` with `args` and `meta`."""
+def signature(kernel: Any, args: tuple, meta: dict[str, Any]) -> tuple[dict, dict, dict]:
+    """Triton's (signature, constexprs, attrs) of a launch of `kernel` with `args` and
+    `meta`. attrs marks what Triton's launcher would specialize on: pointers aligned to 16
+    bytes and integers divisible by 16 (without it, loads would not be vectorized)."""
     values = dict(zip(kernel.arg_names, args, strict=False)) | meta
-    sig, constexprs = {}, {}
-    for p in kernel.params:
+    sig, constexprs, attrs = {}, {}, {}
+    for i, p in enumerate(kernel.params):
         v = values[p.name]
         if p.is_constexpr or v is None:
             sig[p.name], constexprs[p.name] = "constexpr", v
-        elif isinstance(v, torch.Tensor):
+            continue
+        if isinstance(v, torch.Tensor):
             sig[p.name] = _POINTER[v.dtype]
+            aligned = v.data_ptr() % 16 == 0
         elif isinstance(v, bool):
-            sig[p.name] = "i1"
+            sig[p.name], aligned = "i1", False
         elif isinstance(v, int):
             sig[p.name] = "i32" if -(2**31) <= v < 2**31 else "i64"
+            aligned = v % 16 == 0
         elif isinstance(v, float):
-            sig[p.name] = "fp32"
+            sig[p.name], aligned = "fp32", False
         else:
             raise TypeError(f"{kernel.__name__}: argument {p.name} of type {type(v).__name__}")
-    return sig, constexprs
+        if aligned:
+            attrs[(i,)] = [["tt.divisibility", 16]]
+    return sig, constexprs, attrs
 
 
-def compile_spec(spec: KernelSpec, call: Launch, target: Any) -> list[Any]:
-    """The compiled kernels of `spec` for `target` (a triton GPUTarget), in launch order."""
+def compile_spec(spec: KernelSpec, call: Launch, target: Any, source: str | None = None
+                 ) -> list[Any]:
+    """The compiled kernels of `spec` (or of a variant `source` of its emitted source) for
+    `target` (a triton GPUTarget), in launch order."""
     import triton
     from triton.compiler import ASTSource
 
-    kernels = jit_kernels(spec)
+    kernels = jit_kernels(spec, source)
     all_args = [call.prologue] * (len(kernels) - 1) + [call.args]
     out = []
     for kernel, args in zip(kernels, all_args, strict=True):
-        sig, constexprs = signature(kernel, args, {"BLOCK": spec.block_size})
-        out.append(triton.compile(ASTSource(kernel, sig, constexprs), target=target,
+        sig, constexprs, attrs = signature(kernel, args, {"BLOCK": spec.block_size})
+        out.append(triton.compile(ASTSource(kernel, sig, constexprs, attrs), target=target,
                                   options={"num_warps": spec.num_warps}))
     return out
 
