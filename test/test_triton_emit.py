@@ -37,7 +37,7 @@ def test_every_spec_emits_valid_python(spec):
     for name in emit_kernels(spec):
         assert f"def {name}(" in src
     # Helpers are emitted only when called.
-    for helper in ("_round_bf16", "_round_e4m3", "_e4m3_bits", "_rint", "_pow2_ceil"):
+    for helper in ("_round_bf16", "_e4m3_encode", "_div_rn_by", "_rint", "_pow2_ceil"):
         assert (f"def {helper}(" in src) == (f" {helper}(" in src.replace(f"def {helper}(", ""))
 
 
@@ -127,8 +127,8 @@ def test_hw_casts_leave_bf16_and_e4m3fn_rounding_to_the_gpu():
                     hw_casts=True)
     assert hw.name == emulated.name + "_hw" and hw != emulated
     src, hw_src = emit_source(emulated), emit_source(hw)
-    assert "_round_bf16(" in src and "_round_e4m3(" in src and "_e4m3_bits(" in src
-    for helper in ("_round_bf16", "_round_e4m3", "_e4m3_bits"):
+    assert "_round_bf16(" in src and "_e4m3_encode(" in src
+    for helper in ("_round_bf16", "_e4m3_encode"):
         assert helper not in hw_src
     assert ".to(tl.bfloat16).to(tl.float32)" in hw_src
     assert "q.to(tl.float8e4nv).to(tl.uint8, bitcast=True)" in hw_src
@@ -136,7 +136,7 @@ def test_hw_casts_leave_bf16_and_e4m3fn_rounding_to_the_gpu():
     # e4m3fnuz (ROCm) keeps the f32 rounding and encoding even with hw_casts.
     fnuz = KernelSpec("static_scaled_fp8_quant", BF16, block_size=128, hw_casts=True,
                       scheme=QuantScheme(torch.float8_e4m3fnuz, True, "tensor"))
-    assert "_e4m3_bits(" in emit_source(fnuz)
+    assert "_e4m3_encode(" in emit_source(fnuz)
 
 
 def test_hw_casts_only_where_the_gpu_converts_exactly(monkeypatch):

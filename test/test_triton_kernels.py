@@ -226,7 +226,63 @@ def test_fp8_rounding_is_exact(fp8):
     one = torch.ones(1, device=DEVICE)
     got = F.static_scaled_fp8_quant(x, one, fp8)
     want = ops.static_scaled_fp8_quant.native(x, one, fp8)
-    assert torch.equal(got.cpu().float(), want.cpu().float())
+    # Bitwise: values, and the sign of zero (e4m3fn has -0, e4m3fnuz does not).
+    assert torch.equal(got.cpu().view(torch.uint8), want.cpu().view(torch.uint8))
+
+
+def _midpoint_rows(exps: list[int], qmax: float, seed: int) -> torch.Tensor:
+    """Rows of 16 groups of 16 f32 values, each group led by its absmax qmax * s, so that
+    the row's and every group's scale is s (12 significant bits, times 2**exp); the other
+    values are s times midpoints between fp8 values (or int8 halves): exact ties, and
+    1-2 ulps either side. Where a quotient is a tie or next to one, a quotient one ulp
+    off (a reciprocal multiply) changes q."""
+    g = torch.Generator().manual_seed(seed)
+    grid = torch.arange(256, dtype=torch.uint8).view(E4M3).double()
+    grid = grid[torch.isfinite(grid)].unique()
+    mids = torch.cat([(grid[1:] + grid[:-1]) / 2, torch.arange(-127, 128).double() + 0.5])
+    mids = mids[mids.abs() < qmax]
+    s = (2048 + torch.randint(2048, (len(exps), 1), generator=g)).double() / 2048
+    s = s * 2.0 ** torch.tensor(exps, dtype=torch.float64).reshape(-1, 1)
+    v = (mids[torch.randint(len(mids), (len(exps), 16, 16), generator=g)] * s[..., None])
+    v = v.float()  # exact: 5-9 significant bits times 12
+    step = torch.randint(-2, 3, v.shape, generator=g)
+    step[..., :8] = 0  # half the values exact ties
+    for _ in range(2):
+        v = torch.where(step > 0, torch.nextafter(v, torch.full_like(v, float("inf"))), v)
+        v = torch.where(step < 0, torch.nextafter(v, torch.full_like(v, -float("inf"))), v)
+        step = step - step.sign()
+    v[..., 0] = (qmax * s).float()  # each group's absmax
+    return v.reshape(len(exps), 256).to(DEVICE)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # 1e-30 scales
+def test_quant_divisions_are_exact():
+    # The per-token, per-group and int8 quants divide a row (group) by its scale with one
+    # IEEE division per row plus fma corrections (_div_rn_by), bitwise as torch divides.
+    # Scales from 2**-40 to 2**40, and beyond the fast path's range: a huge amax, tiny int8
+    # scales, a tiny static scale with overflowing quotients, a scale_ub below the amax.
+    exps = [-40, -17, -3, 0, 1, 9, 23, 40, 70]
+    fp8_rows, int8_rows = _midpoint_rows(exps, 448.0, 31), _midpoint_rows(exps, 127.0, 32)
+    s = int8_rows[:, :1].cpu() / 127  # the int8 rows' scales, exactly
+    cases = [
+        ("dynamic_per_token_scaled_fp8_quant", (fp8_rows,)),
+        ("dynamic_per_token_scaled_fp8_quant", (fp8_rows, torch.tensor([300.0], device=DEVICE))),
+        ("per_token_group_fp8_quant", (fp8_rows, 16)),
+        ("per_token_group_fp8_quant", (fp8_rows, 16, True, True)),
+        ("dynamic_per_token_scaled_int8_quant", (int8_rows,)),
+        ("dynamic_per_token_scaled_int8_quant", (int8_rows * 2.0**-100,)),  # below 2**-64
+        ("static_scaled_int8_quant", (int8_rows[3:4], s[3].to(DEVICE))),
+        ("static_scaled_int8_quant", (int8_rows[5:6], s[5].to(DEVICE))),
+        ("static_scaled_int8_quant", (int8_rows, torch.tensor([1e-30], device=DEVICE))),
+        ("static_scaled_int8_quant", (int8_rows, torch.tensor([2.0**30], device=DEVICE))),
+    ]
+    for name, args in cases:
+        got = getattr(F, name)(*args)
+        want = getattr(ops, name).native(*args)
+        for a, b in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,), strict=True):
+            bits = torch.uint8 if a.dtype in (E4M3, torch.int8) else a.dtype
+            assert torch.equal(a.cpu().view(bits), b.cpu().view(bits)), name
 
 
 def test_int8_rounds_half_to_even():

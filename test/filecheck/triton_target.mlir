@@ -10,7 +10,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      # ===== triton.rms_norm: kernel rms_norm_bf16_wbf16_eps1em05_b4096_nw8 (2 op(s))
   // CHECK:      #   epsilon = 1e-05
   // CHECK:      def _round_bf16(x):
-  // CHECK-NOT:  _round_e4m3
+  // CHECK-NOT:  _e4m3_encode
   // CHECK:      def rms_norm_kernel(
   // CHECK-NOT:  residual
   // CHECK:      mask = cols < H
@@ -23,6 +23,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   %b, %br, %bs = triton.fused_add_rms_norm_quant %x, %r weight(%w : tensor<4096xbf16>) epsilon(%eps : tensor<f64>) {scheme = #vllm.quant<dynamic per_group 128 column_major ue8m0>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>, tensor<?x32xf32>
   // CHECK:      # ===== triton.fused_add_rms_norm_quant: kernel fused_add_rms_norm_quant_bf16_wbf16_e4m3fn_dynamic_group128_colmajor_ue8m0_geps1em10_b4096_nw8 (1 op(s))
   // CHECK:      #   epsilon = runtime argument
+  // CHECK:      def _div_rn_by(y, d, inv):
   // CHECK:      def _pow2_ceil(s):
   // CHECK:      def fused_add_rms_norm_quant_kernel(
   // CHECK:      scales_group_stride,
@@ -34,10 +35,15 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      # quantize: float8_e4m3fn, dynamic per group of 128, column-major scales, ue8m0, eps 1e-10
   // CHECK:      scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), 1e-10), 448.0)
   // CHECK:      scale = _pow2_ceil(scale)
-  // CHECK:      q = tl.minimum(tl.maximum(q, -448.0), 448.0)
-  // CHECK-NEXT: q = _round_e4m3(q, -6)
+  // One division per group, exact quotients by fma corrections; far-out scales divide.
+  // CHECK:      if (tl.min(scale, axis=0) >= 5.421010862427522e-20) & (tl.max(scale, axis=0) <= 1.8446744073709552e+19):
+  // CHECK-NEXT:     inv = tl.div_rn(1.0, scale)
+  // CHECK-NEXT:     q = _div_rn_by(y, scale[:, None], inv[:, None])
+  // CHECK-NEXT: else:
+  // CHECK-NEXT:     q = tl.div_rn(y, scale[:, None])
+  // CHECK-NEXT: q = tl.minimum(tl.maximum(q, -448.0), 448.0)
   // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
-  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, -6, 512.0, 0.015625), mask=mask)
+  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_encode(q, -6, 512.0, 0.015625, True), mask=mask)
 
   // silu_and_mul with a static e4m3fnuz scale (FMAX 224, smallest normal 2^-7).
   %c = triton.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xf16> -> tensor<?x4096xf8E4M3FNUZ>
@@ -47,15 +53,16 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      y = (tl.div_rn(a, 1.0 + tl.exp(-a))).to(tl.float16).to(tl.float32)
   // CHECK:      q = y * tl.div_rn(1.0, scale)
   // CHECK:      q = tl.minimum(tl.maximum(q, -224.0), 224.0)
-  // CHECK-NEXT: q = _round_e4m3(q, -7)
   // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
-  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, -7, 1024.0, 0.0078125), mask=mask)
+  // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_encode(q, -7, 1024.0, 0.0078125, False), mask=mask)
 
   // int8 per token: round half to even.
   %d, %ds = triton.dynamic_per_token_scaled_int8_quant %x : tensor<?x4096xbf16> -> tensor<?x4096xi8>, tensor<?x1xf32>
   // CHECK:      # ===== triton.dynamic_per_token_scaled_int8_quant: kernel dynamic_per_token_scaled_int8_quant_bf16_i8_dynamic_token_b4096_nw8 (1 op(s))
   // CHECK:      def _rint(x):
   // CHECK:      scale = tl.div_rn(amax, 127.0)
+  // CHECK:      divisor = tl.where(scale == 0.0, 1.0, scale)
+  // CHECK:      q = _div_rn_by(y, divisor, inv)
   // CHECK:      q = _rint(q)
   // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, q.to(tl.int8), mask=mask)
   // CHECK-NOT:  =====

@@ -8,25 +8,14 @@ from __future__ import annotations
 
 import re
 
-from vllm_xdsl.backends.triton.emit_common import HELPER_DEPS, HELPERS
+from vllm_xdsl.backends.triton.emit_common import HELPERS
 from vllm_xdsl.backends.triton.spec import KernelSpec
 from vllm_xdsl.backends.triton.templates import TEMPLATES
 
 
 def _helpers_used(text: str) -> list[str]:
-    """Helpers called in `text`, dependencies first, in a stable order."""
-    used: list[str] = []
-
-    def need(name: str) -> None:
-        for dep in HELPER_DEPS.get(name, ()):
-            need(dep)
-        if name not in used:
-            used.append(name)
-
-    for name in HELPERS:
-        if re.search(rf"\b{name}\(", text):
-            need(name)
-    return used
+    """Helpers called in `text`, in a stable order (no helper calls another)."""
+    return [name for name in HELPERS if re.search(rf"\b{name}\(", text)]
 
 
 def describe(spec: KernelSpec) -> list[str]:

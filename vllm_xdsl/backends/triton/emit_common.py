@@ -31,30 +31,43 @@ def _rint(x):
     # f32 add rounds to nearest even; subtracting it back is exact.
     return (x + 12582912.0) - 12582912.0
 """,
-    "_round_e4m3": """
+    "_e4m3_encode": """
 @triton.jit
-def _round_e4m3(x, MIN_EXP: tl.constexpr):
-    # f32 (|x| <= FMAX) -> nearest-even e4m3 value, kept in f32: 3 mantissa bits, so the
-    # grid step at binade e is 2**(e-3); below 2**MIN_EXP (subnormals) it is 2**(MIN_EXP-3).
-    # Scaling by powers of two is exact, and a carry into the next binade just works.
-    e = ((x.to(tl.uint32, bitcast=True) >> 23) & 0xFF).to(tl.int32) - 127
-    e = tl.maximum(e, MIN_EXP)
-    step = ((e + 124) << 23).to(tl.float32, bitcast=True)
-    inv_step = ((130 - e) << 23).to(tl.float32, bitcast=True)
-    return _rint(x * inv_step) * step
+def _e4m3_encode(q, MIN_EXP: tl.constexpr, SUB_STEPS: tl.constexpr, MIN_NORMAL: tl.constexpr,
+                 NEG_ZERO: tl.constexpr):
+    # The e4m3 bits of f32 q (|q| <= FMAX) rounded to nearest even, from its f32 bits: no
+    # f32->fp8 cast (the interpreter's is wrong; pre-Ada GPUs lack one). Stored through a
+    # uint8 view of the output.
+    a = tl.abs(q)
+    b = a.to(tl.uint32, bitcast=True)
+    # Normals: round the f32 bits to 3 mantissa bits (a carry moves into the exponent),
+    # then rebias the exponent.
+    normal = ((b + 0x7FFFF + ((b >> 20) & 1)) >> 20) - ((126 + MIN_EXP) << 3)
+    # Subnormals: the count of 2**(MIN_EXP-3) steps. Adding 1.5 * 2**23 rounds it to the
+    # nearest even integer and leaves it in the low bits; a count of 8 is the smallest
+    # normal's encoding, so rounding up into the normals just works.
+    sub = (a * SUB_STEPS + 12582912.0).to(tl.uint32, bitcast=True) & 0xF
+    bits = tl.where(a >= MIN_NORMAL, normal, sub)
+    sign = (q.to(tl.uint32, bitcast=True) >> 24) & 0x80
+    if NEG_ZERO:  # e4m3fn has -0, as torch makes it
+        bits = bits | sign
+    else:  # e4m3fnuz: 0x80 is NaN, zero is +0
+        bits = tl.where(bits != 0, bits | sign, bits)
+    return bits.to(tl.uint8)
 """,
-    "_e4m3_bits": """
+    "_div_rn_by": """
 @triton.jit
-def _e4m3_bits(v, MIN_EXP: tl.constexpr, SUB_STEPS: tl.constexpr, MIN_NORMAL: tl.constexpr):
-    # The e4m3 bits of a value already on the e4m3 grid, stored through a uint8 view of q,
-    # so no f32->fp8 cast is involved (the interpreter's is wrong; pre-Ada GPUs lack one).
-    # Normals: exponent and top 3 mantissa bits straight from the f32 bits; subnormals:
-    # the count of 2**(MIN_EXP-3) steps. Zero is +0 (0x80 is e4m3fnuz's NaN).
-    a = tl.abs(v)
-    b = a.to(tl.int32, bitcast=True)
-    normal = (((b >> 23) - (126 + MIN_EXP)) << 3) | ((b >> 20) & 7)
-    bits = tl.where(a >= MIN_NORMAL, normal, (a * SUB_STEPS).to(tl.int32))
-    return tl.where((v < 0.0) & (bits != 0), bits | 0x80, bits).to(tl.uint8)
+def _div_rn_by(y, d, inv):
+    # y / d rounded to nearest even without a division per element, given inv = div_rn(1, d),
+    # for d in [2**-64, 2**64] and 2**-20 <= |y / d| <= 2**10 (no overflow or underflow on
+    # the way); a smaller quotient comes out as tiny as it is, and every quant rounds it to 0.
+    # Markstein: if inv is within half an ulp of 1/d and q within one ulp of y/d, then
+    # r = y - d*q is exact and q + r*inv rounds to y/d. q = y*inv may be 1.5 ulps off, so
+    # one correction first brings it within an ulp. Each fma rounds once, on the GPU and in
+    # the interpreter alike.
+    q = y * inv
+    q = tl.fma(tl.fma(-d, q, y), inv, q)
+    return tl.fma(tl.fma(-d, q, y), inv, q)
 """,
     "_pow2_ceil": """
 @triton.jit
@@ -66,8 +79,6 @@ def _pow2_ceil(s):
     return (e << 23).to(tl.float32, bitcast=True)
 """,
 }
-# A helper that calls another one needs it emitted first.
-HELPER_DEPS = {"_round_e4m3": ("_rint",)}
 
 TL_DTYPE = {
     torch.float16: "tl.float16",
@@ -140,6 +151,36 @@ def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[s
     return ["scales_ptr", "scales_row_stride", "scales_group_stride"]
 
 
+# Scales for which _div_rn_by is exact; beyond them a quant divides element by element
+# (bench/kernel_instructions.py drops that branch to count the usual path).
+_FAST_DIVISORS = (flt(2.0**-64), flt(2.0**64))
+FALLBACK_DIVISION = "else:  # a scale this far out: divide each element"
+
+
+def _divide(k: KernelText, d: str, bound: float | None, groups: bool = False) -> None:
+    """q = y / d, IEEE-rounded, with one division per row (per group) instead of one per
+    element. `bound`: clamp y to +-bound * d first, when |y / d| may exceed 2**10 (a static
+    or upper-bounded scale); the quant saturates below that anyway. `groups`: d holds one
+    scale per group (a [groups] vector, broadcast over each group's columns)."""
+    lo, hi = _FAST_DIVISORS
+    # Per group: the reciprocals are computed on the [groups] vector, then broadcast.
+    per, inv = (f"{d}[:, None]", "inv[:, None]") if groups else (d, "inv")
+    if groups:
+        fits = f"(tl.min({d}, axis=0) >= {lo}) & (tl.max({d}, axis=0) <= {hi})"
+    else:
+        fits = f"({d} >= {lo}) & ({d} <= {hi})"
+    k.add(f"if {fits}:", f"    inv = tl.div_rn(1.0, {d})")
+    num = "y"
+    if bound is not None:
+        k.add(f"    limit = {per} * {flt(bound)}", "    yc = tl.minimum(tl.maximum(y, -limit), limit)")
+        num = "yc"
+    k.add(
+        f"    q = _div_rn_by({num}, {per}, {inv})",
+        FALLBACK_DIVISION,
+        f"    q = tl.div_rn(y, {per})",
+    )
+
+
 def quant_epilogue(
     k: KernelText,
     scheme: QuantScheme,
@@ -154,11 +195,13 @@ def quant_epilogue(
     `y` is [BLOCK], or [BLOCK // group_size, group_size] for per-group schemes.
 
     The structure follows the native quant ops: scale computations and divisions are
-    IEEE-rounded (div_rn) as in torch; `n` is the number of valid columns. `hw`: e4m3fn
-    values are converted by the GPU's instruction (round to nearest even, one instruction
-    per two values) instead of rounded and encoded in f32/integer arithmetic.
+    IEEE-rounded as in torch (`_div_rn_by` divides a row by its scale exactly without one
+    division per element); `n` is the number of valid columns. `hw`: e4m3fn values are
+    converted by the GPU's instruction (round to nearest even, one instruction per two
+    values) instead of rounded and encoded in integer arithmetic.
     """
     qmax = flt(scheme.qmax)
+    saturate = 2.0 * scheme.qmax  # a clamp of y to this many scales keeps q saturated
     k.add(f"# quantize: {scheme_text(scheme)}")
     if scheme.static or scheme.granularity == "tensor":
         if scheme.static:
@@ -176,7 +219,7 @@ def quant_epilogue(
         if scheme.is_fp8:
             k.add("q = y * tl.div_rn(1.0, scale)")
         else:
-            k.add("q = tl.div_rn(y, scale)")
+            _divide(k, "scale", saturate)
     elif scheme.granularity == "token":
         k.add("amax = tl.max(tl.abs(y), axis=0)")
         if scheme.is_fp8:
@@ -185,14 +228,16 @@ def quant_epilogue(
             k.add(
                 f"scale = tl.maximum(tl.div_rn(amax, {qmax}), {flt(1.0 / (scheme.qmax * 512))})",
                 "tl.store(scales_ptr + row, scale)",
-                "q = tl.div_rn(y, scale)",
             )
+            # Without an upper bound |y| <= amax, so |y / scale| <= FMAX already.
+            _divide(k, "scale", saturate if has_scale_ub else None)
         else:  # an all-zero row has scale 0 and q 0: divide its zeros by 1, not 0
             k.add(
                 f"scale = tl.div_rn(amax, {qmax})",
                 "tl.store(scales_ptr + row, scale)",
-                "q = tl.div_rn(y, tl.where(scale == 0.0, 1.0, scale))",
+                "divisor = tl.where(scale == 0.0, 1.0, scale)",
             )
+            _divide(k, "divisor", None)
     else:
         g = scheme.group_size
         k.add(
@@ -206,8 +251,8 @@ def quant_epilogue(
             f"groups = {base}tl.arange(0, BLOCK // {g})",
             "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
             f"scale, mask=groups < {n} // {g})",
-            "q = tl.div_rn(y, scale[:, None])",
         )
+        _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = tl.minimum(tl.maximum(q, {lo}), {qmax})")
     if scheme.is_fp8 and hw and scheme.dtype in HW_FP8:
@@ -218,11 +263,11 @@ def quant_epilogue(
         )
     elif scheme.is_fp8:
         e = E4M3_MIN_EXP[scheme.dtype]
+        neg_zero = scheme.dtype == torch.float8_e4m3fn
         k.add(
-            f"q = _round_e4m3(q, {e})",
             "# q_ptr is the fp8 output viewed as uint8: store the e4m3 bits",
-            f"tl.store(q_ptr + row * q_row_stride + cols, _e4m3_bits(q, {e}, "
-            f"{flt(2.0 ** (3 - e))}, {flt(2.0**e)}), mask=mask)",
+            f"tl.store(q_ptr + row * q_row_stride + cols, _e4m3_encode(q, {e}, "
+            f"{flt(2.0 ** (3 - e))}, {flt(2.0**e)}, {neg_zero}), mask=mask)",
         )
     else:
         k.add(
