@@ -50,7 +50,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      # ===== triton.silu_and_mul_quant: kernel silu_and_mul_quant_f16_e4m3fnuz_static_tensor_b4096_nw8 (1 op(s))
   // CHECK:      def silu_and_mul_quant_kernel(
   // CHECK:      b = tl.load(x_ptr + row * x_row_stride + D + cols, mask=mask, other=0.0).to(tl.float32)
-  // CHECK:      y = (tl.div_rn(a, 1.0 + tl.exp(-a))).to(tl.float16).to(tl.float32)
+  // CHECK:      y = (a / (1.0 + tl.exp(-a))).to(tl.float16).to(tl.float32)
   // CHECK:      q = y * tl.div_rn(1.0, scale)
   // CHECK:      q = tl.minimum(tl.maximum(q, -224.0), 224.0)
   // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
