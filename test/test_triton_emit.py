@@ -139,7 +139,7 @@ def test_hw_casts_leave_bf16_and_e4m3fn_rounding_to_the_gpu():
     assert "_e4m3_encode(" in emit_source(fnuz)
 
 
-def test_hw_casts_only_where_the_gpu_converts_exactly(monkeypatch):
+def test_hw_casts_only_where_the_gpuconverts_exactly(monkeypatch):
     from vllm_xdsl.backends.triton import launch
 
     cpu = torch.device("cpu")
@@ -147,7 +147,7 @@ def test_hw_casts_only_where_the_gpu_converts_exactly(monkeypatch):
     assert not launch._hw_casts(cpu)  # the interpreter's casts are wrong (OPS.md)
     with launch.hw_casts(True):
         assert not launch._hw_casts(cpu)
-    monkeypatch.setattr(launch, "_converts_exactly", lambda device: True)
+    monkeypatch.setattr(launch, "converts_exactly", lambda device: True)
     assert launch._hw_casts(cpu)
     with launch.hw_casts(False):
         assert not launch._hw_casts(cpu)

@@ -23,6 +23,11 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 SHAPES = [(1, 16), (7, 64), (17, 64), (7, 16), (1, 64), (17, 16)]
+# The exactness tests also run with the GPU's own bf16 / e4m3fn conversions where a GPU has
+# them (launch.hw_casts; opt-in until these pass on one).
+HW_CASTS = [False, pytest.param(True, id="hw_casts", marks=pytest.mark.skipif(
+    DEVICE == "cpu" or not L.converts_exactly(torch.device(DEVICE)),
+    reason="needs an NVIDIA sm_89+ GPU"))]
 EPS = (1e-5, 1e-6, 3e-7)
 
 
@@ -202,8 +207,9 @@ def test_int8_quant_ops(dtype, tokens, hidden):
     )
 
 
+@pytest.mark.parametrize("hw", HW_CASTS)
 @pytest.mark.parametrize("fp8", [E4M3, E4M3UZ])
-def test_fp8_rounding_is_exact(fp8):
+def test_fp8_rounding_is_exact(fp8, hw):
     # Every fp8 value, every midpoint between neighbours (ties to even), points just off
     # the midpoints, subnormals and values beyond FMAX: the kernel must equal torch's cast
     # exactly (the interpreter's own f32->fp8 cast gets 2.8 % of random values wrong).
@@ -224,10 +230,25 @@ def test_fp8_rounding_is_exact(fp8):
     )
     x = vals.to(DEVICE).reshape(1, -1)
     one = torch.ones(1, device=DEVICE)
-    got = F.static_scaled_fp8_quant(x, one, fp8)
+    with L.hw_casts(hw):
+        got = F.static_scaled_fp8_quant(x, one, fp8)
     want = ops.static_scaled_fp8_quant.native(x, one, fp8)
     # Bitwise: values, and the sign of zero (e4m3fn has -0, e4m3fnuz does not).
     assert torch.equal(got.cpu().view(torch.uint8), want.cpu().view(torch.uint8))
+
+
+@pytest.mark.parametrize("hw", HW_CASTS)
+def test_bf16_rounding_is_exact(hw):
+    # residual_out = (x + residual).to(bf16) is bitwise comparable; sums of bf16 values of
+    # different magnitudes often land exactly between two bf16 values (ties to even).
+    g = torch.Generator().manual_seed(41)
+    x = (torch.randn(8, 4096, generator=g) * 2.0 ** torch.randint(-8, 9, (8, 4096), generator=g))
+    r = torch.randn(8, 4096, generator=g)
+    x, r = x.to(torch.bfloat16).to(DEVICE), r.to(torch.bfloat16).to(DEVICE)
+    with L.hw_casts(hw):
+        _, got = F.fused_add_rms_norm(x, r, None, 1e-6)
+    _, want = ops.fused_add_rms_norm.native(x, r, None, 1e-6)
+    assert torch.equal(got.cpu().view(torch.int16), want.cpu().view(torch.int16))
 
 
 def _midpoint_rows(exps: list[int], qmax: float, seed: int) -> torch.Tensor:
@@ -255,8 +276,9 @@ def _midpoint_rows(exps: list[int], qmax: float, seed: int) -> torch.Tensor:
     return v.reshape(len(exps), 256).to(DEVICE)
 
 
+@pytest.mark.parametrize("hw", HW_CASTS)
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # 1e-30 scales
-def test_quant_divisions_are_exact():
+def test_quant_divisions_are_exact(hw):
     # The per-token, per-group and int8 quants divide a row (group) by its scale with one
     # IEEE division per row plus fma corrections (_div_rn_by), bitwise as torch divides.
     # Scales from 2**-40 to 2**40, and beyond the fast path's range: a huge amax, tiny int8
@@ -277,7 +299,8 @@ def test_quant_divisions_are_exact():
         ("static_scaled_int8_quant", (int8_rows, torch.tensor([2.0**30], device=DEVICE))),
     ]
     for name, args in cases:
-        got = getattr(F, name)(*args)
+        with L.hw_casts(hw):
+            got = getattr(F, name)(*args)
         want = getattr(ops, name).native(*args)
         for a, b in zip(got if isinstance(got, tuple) else (got,),
                         want if isinstance(want, tuple) else (want,), strict=True):

@@ -61,11 +61,11 @@ def _hw_casts(device: torch.device) -> bool:
     wanted = _hw_casts_override
     if wanted is None:
         wanted = os.environ.get(HW_CASTS_ENV, "") in ("1", "true")
-    return wanted and _converts_exactly(device)
+    return wanted and converts_exactly(device)
 
 
 @lru_cache(maxsize=16)
-def _converts_exactly(device: torch.device) -> bool:
+def converts_exactly(device: torch.device) -> bool:
     """Whether Triton's f32 -> bf16 / e4m3fn conversions on `device` round to nearest even:
     NVIDIA GPUs from sm_89 (cvt.rn.satfinite.e4m3x2); not Triton's CPU interpreter (OPS.md),
     not ROCm (unverified here)."""
