@@ -273,6 +273,7 @@ def _midpoint_rows(exps: list[int], qmax: float, seed: int) -> torch.Tensor:
         v = torch.where(step < 0, torch.nextafter(v, torch.full_like(v, -float("inf"))), v)
         step = step - step.sign()
     v[..., 0] = (qmax * s).float()  # each group's absmax
+    v[..., 1], v[..., 2] = -0.0, -(2.0**-30 * s).float()  # torch keeps these -0 in e4m3fn
     return v.reshape(len(exps), 256).to(DEVICE)
 
 

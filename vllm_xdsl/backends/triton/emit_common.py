@@ -64,10 +64,11 @@ def _div_rn_by(y, d, inv):
     # Markstein: if inv is within half an ulp of 1/d and q within one ulp of y/d, then
     # r = y - d*q is exact and q + r*inv rounds to y/d. q = y*inv may be 1.5 ulps off, so
     # one correction first brings it within an ulp. Each fma rounds once, on the GPU and in
-    # the interpreter alike.
+    # the interpreter alike. The residual is taken as d*q - y and subtracted, so that
+    # y = -0 gives -0 (as torch's division does; the negations are free operand flags).
     q = y * inv
-    q = tl.fma(tl.fma(-d, q, y), inv, q)
-    return tl.fma(tl.fma(-d, q, y), inv, q)
+    q = tl.fma(-tl.fma(d, q, -y), inv, q)
+    return tl.fma(-tl.fma(d, q, -y), inv, q)
 """,
     "_pow2_ceil": """
 @triton.jit
