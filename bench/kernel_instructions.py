@@ -6,9 +6,10 @@ machine (no GPU): the f32-emulated roundings against the GPU's conversions (`hw_
 A static count of the instructions a thread executes (the kernels have no loops), divided
 by the elements it handles, and by the bytes each element moves: PTX, and the SASS that
 ptxas makes of it (what the GPU runs: one PTX div.rn.f32 becomes ~10 SASS instructions and
-a branch). It measures code, not time. A quant's fallback for scales outside [2**-64, 2**64]
-(IEEE division per element, never taken for real scales) is left out of the count. Why it matters: an H200 issues at most about 3.3e13 thread instructions per second (132
-SMs x 4 schedulers x 32 threads x 1.98 GHz) and moves
+a branch). It measures code, not time. A quant's fallback for scales outside
+[2**-64, 2**64] (IEEE division per element, never taken for real scales) is left out of
+the count. Why it matters: an H200 issues at most about 3.3e13 thread instructions per
+second (132 SMs x 4 schedulers x 32 threads x 1.98 GHz) and moves
 about 4.2e12 bytes per second (copy bandwidth measured there), so a kernel needing more
 than ~8 instructions per byte cannot run at memory speed. On the H200 (bench/RESULTS.md)
 the kernels' fraction of copy bandwidth fell as this ratio rose.
@@ -44,8 +45,12 @@ def main() -> None:
     from vllm_xdsl.backends.triton.functions import FUNCTIONS as F
 
     def usual_path(spec) -> str:  # noqa: ANN001 - the source without the far-scale branch
-        return re.sub(rf"{re.escape(FALLBACK_DIVISION)}\n(\s+)q = tl\.div_rn\(.*\)",
-                      r"else:\n\1q = y", emit_source(spec))
+        src = emit_source(spec)
+        out, n = re.subn(rf"{re.escape(FALLBACK_DIVISION)}\n(\s+)q = tl\.div_rn\(.*\)",
+                         r"else:\n\1q = y", src)
+        if n != src.count(FALLBACK_DIVISION):  # the emitted branch changed shape
+            raise SystemExit(f"{spec.name}: cannot drop the far-scale division branch")
+        return out
 
     h, f8 = args.hidden, torch.float8_e4m3fn
     x = torch.randn(8, h).to(torch.bfloat16)
