@@ -83,7 +83,8 @@ step verify_hw 140 env VLLM_XDSL_TRITON_HW_CASTS=1 python3 -m vllm_xdsl.verify -
 wait
 
 # 2. The kernel benchmark (alone on the GPU) at the target sizes, every
-# implementation including the hardware-conversion variant of the Triton kernels.
+# implementation including the hardware-conversion variant of the Triton kernels. Kernel
+# times (CUDA graphs), hidden size outermost: a cut-short run has every case at 4096.
 step bench 220 python3 bench/kernels.py --impls triton,triton_hw,cuda --tokens 4096,16384 \
     --out "$OUT/kernels.md" --plot "$OUT/kernels.png"
 
