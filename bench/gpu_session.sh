@@ -54,6 +54,8 @@ from vllm_xdsl import ops
 from vllm_xdsl.ops.tolerance import contract_error
 from vllm_xdsl.backends.triton.functions import FUNCTIONS
 from vllm_xdsl.backends.cuda.torch_ops import launchers
+from vllm_xdsl.backends.triton.conversion_check import mismatch
+print("GPU conversions vs torch (conversion_check):", mismatch(torch.device("cuda"), hw=True) or "identical")
 x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
 args = (x, w, 1e-6, None, None, torch.float8_e4m3fn, False, "group", 128)
@@ -79,13 +81,13 @@ step pytest 140 python3 -m pytest -q -rfE --maxfail 40 -n 12 --timeout 130 -p no
 step verify_triton 140 python3 -m vllm_xdsl.verify --provider triton &
 step verify_cuda 140 python3 -m vllm_xdsl.verify --provider cuda &
 step verify_full 140 python3 -m vllm_xdsl.verify --provider triton --full --op fused_add_rms_norm_quant &
-step verify_hw 140 env VLLM_XDSL_TRITON_HW_CASTS=1 python3 -m vllm_xdsl.verify --provider triton &
+step verify_emu 140 env VLLM_XDSL_TRITON_HW_CASTS=0 python3 -m vllm_xdsl.verify --provider triton &
 wait
 
 # 2. The kernel benchmark (alone on the GPU) at the target sizes, every
-# implementation including the hardware-conversion variant of the Triton kernels. Kernel
+# implementation, the Triton kernels as dispatched and with the f32 emulation. Kernel
 # times (CUDA graphs), hidden size outermost: a cut-short run has every case at 4096.
-step bench 220 python3 bench/kernels.py --impls triton,triton_hw,cuda --tokens 4096,16384 \
+step bench 220 python3 bench/kernels.py --impls triton,triton_emu,cuda --tokens 4096,16384 \
     --out "$OUT/kernels.md" --plot "$OUT/kernels.png"
 
 # 3. Autotuned dispatch on the GPU: the bundled decoder's ops, every provider timed.

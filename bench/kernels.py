@@ -3,9 +3,11 @@
 For every kernel (each op, the fused ops with their common schemes) at decode and prefill
 shapes (tokens 1, 16, 256, 4096, 16384; hidden 4096, 5120, 8192; bf16) it measures:
 
-- triton:   the generated kernel (vllm_xdsl.backends.triton), as eager dispatch calls it;
-- triton_hw: (--impls) the same kernels rounding to bf16/e4m3fn with the GPU's conversion
-            instructions (launch.hw_casts; sm_89+, else identical to triton);
+- triton:   the generated kernel (vllm_xdsl.backends.triton), as eager dispatch calls it
+            (on an NVIDIA sm_89+ GPU that passes conversion_check: rounding to bf16/e4m3fn
+            with the GPU's conversion instructions);
+- triton_emu, triton_hw: (--impls) the same kernels with the f32 emulation of those
+            roundings, or with the instructions unchecked (launch.hw_casts; sm_89+);
 - cuda:     the compiled CUDA kernel (vllm_xdsl.backends.cuda, issue 7) through its torch
             op, when nvcc is installed (--impls triton skips it);
 - eager:    the native contract run by PyTorch eagerly;
@@ -54,7 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--impls",
         default="triton,cuda",
         help="this project's implementations to time (default triton,cuda; cuda needs nvcc; "
-        "triton_hw: the Triton kernels with hardware bf16/fp8 conversions, sm_89+)",
+        "triton_emu / triton_hw: the Triton kernels with f32-emulated / hardware bf16 and fp8 "
+        "conversions)",
     )
     p.add_argument(
         "--timing",
@@ -312,18 +315,18 @@ def implementations(names: list[str], gpu: bool) -> dict[str, Callable[[str], Ca
             from vllm_xdsl.backends.triton.functions import FUNCTIONS
 
             out[name] = FUNCTIONS.__getitem__
-        elif name == "triton_hw":  # the same kernels rounding with the GPU's conversions
+        elif name in ("triton_emu", "triton_hw"):  # the same kernels, one rounding form
             from vllm_xdsl.backends.triton.functions import FUNCTIONS
             from vllm_xdsl.backends.triton.launch import hw_casts
 
-            def with_hw_casts(op: str) -> Callable:
+            def forced(op: str, hw: bool = name == "triton_hw") -> Callable:
                 def call(*args: Any) -> Any:
-                    with hw_casts(True):
+                    with hw_casts(hw):
                         return FUNCTIONS[op](*args)
 
                 return call
 
-            out[name] = with_hw_casts
+            out[name] = forced
         elif name == "cuda":
             from vllm_xdsl.backends.cuda.register import available
 
@@ -337,7 +340,8 @@ def implementations(names: list[str], gpu: bool) -> dict[str, Callable[[str], Ca
             out[name] = lambda op, fns=fns: getattr(fns, op)
         else:
             raise SystemExit(
-                f"bench/kernels.py: unknown implementation {name!r} (triton, triton_hw, cuda)"
+                f"bench/kernels.py: unknown implementation {name!r} "
+                "(triton, triton_emu, triton_hw, cuda)"
             )
     return out
 
@@ -423,6 +427,11 @@ def run(args: argparse.Namespace) -> int:
         "call": "median of CUDA-event timings around the call with L2 flushed "
         "(triton.testing.do_bench), host cost of the call included",
     }[args.timing] if gpu else "wall clock of the call (dry run: Triton's interpreter)"
+    if gpu and "triton" in impls:
+        from vllm_xdsl.backends.triton.launch import uses_hw_casts
+
+        hw = uses_hw_casts(torch.device(device))  # runs conversion_check on an sm_89+ GPU
+        name += f"; triton rounds with {'the GPU conversions' if hw else 'the f32 emulation'}"
     header = (
         f"device: {name}; torch {torch.__version__}; "
         f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"

@@ -137,19 +137,3 @@ def test_hw_casts_leave_bf16_and_e4m3fn_rounding_to_the_gpu():
     fnuz = KernelSpec("static_scaled_fp8_quant", BF16, block_size=128, hw_casts=True,
                       scheme=QuantScheme(torch.float8_e4m3fnuz, True, "tensor"))
     assert "_e4m3_encode(" in emit_source(fnuz)
-
-
-def test_hw_casts_only_where_the_gpuconverts_exactly(monkeypatch):
-    from vllm_xdsl.backends.triton import launch
-
-    cpu = torch.device("cpu")
-    monkeypatch.setenv(launch.HW_CASTS_ENV, "1")
-    assert not launch._hw_casts(cpu)  # the interpreter's casts are wrong (OPS.md)
-    with launch.hw_casts(True):
-        assert not launch._hw_casts(cpu)
-    monkeypatch.setattr(launch, "converts_exactly", lambda device: True)
-    assert launch._hw_casts(cpu)
-    with launch.hw_casts(False):
-        assert not launch._hw_casts(cpu)
-    monkeypatch.delenv(launch.HW_CASTS_ENV)
-    assert not launch._hw_casts(cpu)  # opt-in

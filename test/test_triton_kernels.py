@@ -24,7 +24,7 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 SHAPES = [(1, 16), (7, 64), (17, 64), (7, 16), (1, 64), (17, 16)]
 # The exactness tests also run with the GPU's own bf16 / e4m3fn conversions where a GPU has
-# them (launch.hw_casts; opt-in until these pass on one).
+# them (launch.hw_casts: the default there once conversion_check has passed on the device).
 HW_CASTS = [False, pytest.param(True, id="hw_casts", marks=pytest.mark.skipif(
     DEVICE == "cpu" or not L.converts_exactly(torch.device(DEVICE)),
     reason="needs an NVIDIA sm_89+ GPU"))]

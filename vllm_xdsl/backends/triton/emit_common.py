@@ -3,7 +3,8 @@
 Every kernel computes in f32 and rounds explicitly, in f32, at each rounding point of the
 native contract (OPS.md). The roundings are exact on the GPU and also in Triton's CPU
 interpreter, whose f32->bf16 and f32->fp8 casts are wrong; the final cast to the stored
-dtype then only ever sees values already on its grid.
+dtype then only ever sees values already on its grid. A `hw_casts` spec rounds to bf16 and
+e4m3fn with the GPU's conversion instructions instead (launch.uses_hw_casts decides).
 """
 
 from __future__ import annotations

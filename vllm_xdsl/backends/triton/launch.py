@@ -11,6 +11,7 @@ infer their schemas from the natives, and these functions must match them.
 
 import contextlib
 import os
+import warnings
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -39,16 +40,20 @@ def _kernel_view(t: Tensor) -> Tensor:
     return t.view(torch.uint8) if t.dtype in FP8_DTYPES else t
 
 
-# Opt-in until measured and verified on a GPU (bench/gpu_session.sh does both): round to
-# bf16 / e4m3fn with the GPU's conversion instructions instead of f32 bit arithmetic.
+# Whether to round to bf16 / e4m3fn with the GPU's conversion instructions instead of f32
+# bit arithmetic: "auto" (default) where the device converts as torch does, checked once on
+# it (conversion_check); "1" wherever the device has the instructions, unchecked; "0" never.
 HW_CASTS_ENV = "VLLM_XDSL_TRITON_HW_CASTS"
+_HW_CASTS_MODES = {"": "auto", "auto": "auto", "1": "on", "true": "on", "0": "off", "false": "off"}
 _hw_casts_override: bool | None = None
+_checked: dict[torch.device, bool] = {}  # device -> its conversions passed the check
 
 
 @contextlib.contextmanager
 def hw_casts(enabled: bool) -> Iterator[None]:
     """Ask for (or against) hardware conversions within the block, whatever the environment
-    says (benchmarks compare both in one process). A device that cannot still emulates."""
+    says and unchecked (benchmarks compare both in one process). A device that cannot
+    still emulates."""
     global _hw_casts_override
     before, _hw_casts_override = _hw_casts_override, enabled
     try:
@@ -57,18 +62,49 @@ def hw_casts(enabled: bool) -> Iterator[None]:
         _hw_casts_override = before
 
 
-def _hw_casts(device: torch.device) -> bool:
-    wanted = _hw_casts_override
-    if wanted is None:
-        wanted = os.environ.get(HW_CASTS_ENV, "") in ("1", "true")
-    return wanted and converts_exactly(device)
+def uses_hw_casts(device: torch.device) -> bool:
+    """Whether kernels launched on `device` now round with its conversion instructions."""
+    if _hw_casts_override is not None:
+        return _hw_casts_override and converts_exactly(device)
+    value = os.environ.get(HW_CASTS_ENV, "").strip().lower()
+    mode = _HW_CASTS_MODES.get(value)
+    if mode is None:
+        raise ValueError(f"{HW_CASTS_ENV} must be auto, 1 or 0, not {value!r}")
+    if mode == "off" or not converts_exactly(device):
+        return False
+    return mode == "on" or conversions_checked(device)
+
+
+def conversions_checked(device: torch.device) -> bool:
+    """Whether `device`'s conversions passed conversion_check (run on first use, once per
+    device; a failure warns and keeps the f32 emulation). Not run while a CUDA graph is being
+    captured: those launches emulate until the check has run outside one."""
+    gpu = device.type == "cuda"
+    if gpu and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    if device in _checked:
+        return _checked[device]
+    if gpu and torch.cuda.is_current_stream_capturing():
+        return False
+    from vllm_xdsl.backends.triton.conversion_check import mismatch
+
+    try:
+        problem = mismatch(device, hw=True)
+    except Exception as e:  # noqa: BLE001 - whatever broke, the emulation is the safe choice
+        problem = f"the check failed to run ({type(e).__name__}: {str(e).splitlines()[0]})"
+    if problem is not None:
+        warnings.warn(f"Triton kernels on {device} keep the f32 rounding emulation: {problem}",
+                      RuntimeWarning, stacklevel=2)
+    _checked[device] = problem is None
+    return _checked[device]
 
 
 @lru_cache(maxsize=16)
 def converts_exactly(device: torch.device) -> bool:
-    """Whether Triton's f32 -> bf16 / e4m3fn conversions on `device` round to nearest even:
-    NVIDIA GPUs from sm_89 (cvt.rn.satfinite.e4m3x2); not Triton's CPU interpreter (OPS.md),
-    not ROCm (unverified here)."""
+    """Whether Triton's f32 -> bf16 / e4m3fn conversions on `device` are the
+    round-to-nearest-even instructions: NVIDIA GPUs from sm_89 (the first with
+    cvt.rn.satfinite.e4m3x2); not Triton's CPU interpreter (OPS.md), not ROCm (unverified
+    here)."""
     if device.type != "cuda" or torch.version.hip is not None:
         return False
     if os.environ.get("TRITON_INTERPRET", "") == "1":
@@ -95,7 +131,7 @@ def _spec(
         variance_size,
         scheme,
         has_scale_ub,
-        _hw_casts(x.device),
+        uses_hw_casts(x.device),
     )
 
 

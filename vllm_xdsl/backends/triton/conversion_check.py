@@ -1,0 +1,87 @@
+"""Whether a device's f32 -> bf16 / e4m3fn conversions round as torch does, checked on it.
+
+With `hw_casts` the kernels leave those roundings to the GPU's conversion instructions
+(cvt.rn.bf16x2.f32, cvt.rn.satfinite.e4m3x2.f32: round to nearest even by the PTX
+specification, one instruction where the f32 emulation takes 5-10). Before the launcher uses
+them on a device by default, it runs two of the real kernels in that form on inputs made of
+ties and their neighbours and compares them bit for bit with the native contract on the same
+device:
+
+- static_scaled_fp8_quant with scale 1 on f32 values: every e4m3fn value, every midpoint
+  between neighbours, one ulp either side, subnormals, signed zeros, values beyond FMAX;
+- fused_add_rms_norm's residual_out, (x + residual).to(bf16), on bf16 pairs whose sum is an
+  exact tie between two bf16 values, or one ulp of the sum either side of it, at every
+  exponent a sum of bf16 normals reaches.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl import ops
+
+_E4M3 = torch.float8_e4m3fn
+
+
+def fp8_probe() -> Tensor:
+    """[1, N] f32 values whose e4m3fn conversion decides every rounding case."""
+    grid = torch.arange(256, dtype=torch.uint8).view(_E4M3).float()
+    grid = grid[torch.isfinite(grid)].unique()
+    mid = (grid[1:] + grid[:-1]) / 2  # exact in f32: e4m3 has 3 mantissa bits
+    up = torch.nextafter(mid, torch.full_like(mid, float("inf")))
+    down = torch.nextafter(mid, torch.full_like(mid, -float("inf")))
+    beyond = torch.tensor([448.5, 464.0, 480.0, 1e30, float("inf"), 2.0**-10, 2.0**-12])
+    vals = torch.cat([grid, mid, up, down, beyond, -beyond, torch.tensor([0.0, -0.0])])
+    return vals.reshape(1, -1)
+
+
+def bf16_probe() -> tuple[Tensor, Tensor]:
+    """[E, 64] bf16 pairs (x, residual) whose f32 sums are bf16 ties or one ulp beside one.
+
+    x = m * 2**e with an even or odd last mantissa bit; residual = half an ulp of x, or that
+    times (1 +- 2**-7), so the exact sum is a tie, just above it or just below it."""
+    mantissas = torch.tensor([1.0, 1.0078125, 1.5, 1.9921875])  # last bit even, odd, even, odd
+    # x and every residual normal (Triton's interpreter reads subnormal bf16 as 0).
+    exps = torch.arange(-117, 127, dtype=torch.float32)
+    x = mantissas[None, :] * torch.exp2(exps)[:, None]  # [E, 4]
+    half_ulp = torch.exp2(exps - 8)[:, None]
+    offsets = torch.tensor([1.0, 1.0 + 2.0**-7, 1.0 - 2.0**-7, 0.75])
+    r = half_ulp[..., None] * offsets  # [E, 1, 4]
+    xs = x[..., None].expand(-1, -1, 4)
+    pairs = torch.stack([xs, -xs, xs, -xs], dim=-1)  # signs: +/+, -/-, +/-, -/+
+    rs = torch.stack([r, -r, -r, r], dim=-1).expand_as(pairs)
+    x16, r16 = pairs.reshape(len(exps), -1), rs.reshape(len(exps), -1)
+    return x16.to(torch.bfloat16), r16.to(torch.bfloat16)
+
+
+def mismatch(device: torch.device, hw: bool) -> str | None:
+    """The first difference between the Triton kernels (with or without hardware
+    conversions) and the contract on `device`, or None if they agree bit for bit."""
+    from vllm_xdsl.backends.triton import functions as F
+    from vllm_xdsl.backends.triton import launch as L
+
+    x = fp8_probe().to(device)
+    one = torch.ones(1, device=device)
+    with L.hw_casts(hw):
+        got = F.static_scaled_fp8_quant(x, one, _E4M3)
+    want = ops.static_scaled_fp8_quant.native(x, one, _E4M3)
+    problem = _first_difference("e4m3fn", x, got.view(torch.uint8), want.view(torch.uint8))
+    if problem:
+        return problem
+    a, b = (t.to(device) for t in bf16_probe())
+    with L.hw_casts(hw):
+        _, got = F.fused_add_rms_norm(a, b, None, 1e-6)
+    _, want = ops.fused_add_rms_norm.native(a, b, None, 1e-6)
+    return _first_difference("bf16", a.float() + b.float(),
+                             got.view(torch.int16), want.view(torch.int16))
+
+
+def _first_difference(what: str, inputs: Tensor, got: Tensor, want: Tensor) -> str | None:
+    wrong = (got != want).cpu()
+    if not wrong.any():
+        return None
+    i = int(wrong.flatten().nonzero()[0])
+    value = inputs.flatten()[i].item()
+    return (f"{int(wrong.sum())} of {wrong.numel()} {what} conversions differ from torch's, "
+            f"e.g. {value!r} -> bits {int(got.flatten()[i]):#x}, torch {int(want.flatten()[i]):#x}")
