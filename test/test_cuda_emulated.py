@@ -275,3 +275,46 @@ def test_fp8_rounding_bit_exact(kernels: Kernels, fp8: torch.dtype) -> None:
     got = kernels.quant("static_scaled_fp8_quant", x, S(fp8, True, "tensor"), one, None)[0]
     want = N.static_scaled_fp8_quant(x, one, fp8)
     assert torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_nan_and_inf_inputs_give_what_the_contract_gives(kernels: Kernels) -> None:
+    # A NaN (or an inf that makes one) gives NaN values and scales as torch computes them,
+    # never finite ones (fmaxf / fminf would drop it). Rows: NaN, +inf, -inf, plain values.
+    from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme as S
+
+    x = _x((4, 64), torch.bfloat16, 10)
+    x[0, 5], x[1, 9], x[2, 33] = float("nan"), float("inf"), -float("inf")
+    w = torch.randn(64).to(torch.bfloat16)
+    scale, ub = torch.tensor([0.05]), torch.tensor([0.8])
+    cases = []
+    for fp8 in FP8:
+        cases += [
+            ("static", kernels.quant("s", x, S(fp8, True, "tensor"), scale, None)[:1],
+             (N.static_scaled_fp8_quant(x, scale, fp8),)),
+            ("tensor", kernels.dynamic_scaled_fp8_quant(x, fp8), N.dynamic_scaled_fp8_quant(x, fp8)),
+            ("token ub", kernels.quant("t", x, S(fp8, False, "token"), None, ub),
+             N.dynamic_per_token_scaled_fp8_quant(x, ub, fp8)),
+            ("group ue8m0", kernels.quant("g", x, S(fp8, False, "group", group_size=16,
+                                                    use_ue8m0=True), None, None),
+             N.per_token_group_fp8_quant(x, 16, False, True, 1e-10, fp8)),
+        ]
+        for gran, gs, s in (("token", 0, None), ("group", 16, None), ("tensor", 0, scale)):
+            args = (fp8, s is not None, gran, gs, False, False, 1e-10)
+            cases.append((f"rms_norm_quant {gran}",
+                          kernels.fused("rms_norm_quant", x, None, w, 1e-6, s, None, args),
+                          F.rms_norm_quant(x, w, 1e-6, s, None, *args)))
+    cases += [
+        ("static int8", kernels.quant("s", x, S(torch.int8, True, "tensor"), scale, None)[:1],
+         (N.static_scaled_int8_quant(x, scale),)),
+        ("token int8", kernels.quant("t", x, S(torch.int8, False, "token"), None, None),
+         N.dynamic_per_token_scaled_int8_quant(x)),
+    ]
+    wrong = []
+    for name, got, want in cases:
+        for i, (g, e) in enumerate(zip(got, want, strict=True)):
+            g, e = g.float(), e.float()
+            nan = torch.isnan(e)
+            if not (torch.equal(torch.isnan(g), nan) and torch.equal(g[~nan], e[~nan])):
+                wrong.append(f"{name} {str(want[0].dtype)[6:]} output {i}")
+    assert not wrong, wrong

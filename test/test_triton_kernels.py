@@ -341,6 +341,53 @@ def test_zero_rows():
     )
 
 
+def _same_or_both_nan(got: torch.Tensor, want: torch.Tensor) -> bool:
+    g, w = got.cpu().float(), want.cpu().float()  # fp8 and int8 convert exactly
+    nan = torch.isnan(w)
+    return torch.equal(torch.isnan(g), nan) and torch.equal(g[~nan], w[~nan])
+
+
+@pytest.mark.parametrize("hw", HW_CASTS)
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # NaN in numpy
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_nan_and_inf_inputs_give_what_the_contract_gives(hw):
+    # A NaN (or an inf that makes one) gives NaN values and scales as torch computes them,
+    # never finite ones: GPU max/min/max-reductions drop NaN unless told to keep it, and a
+    # NaN has no e4m3 encoding of its own. Rows: NaN, +inf, -inf, and one of plain values.
+    x = randn(4, 64, dtype=torch.bfloat16, seed=42, scale=2.0)
+    x[0, 5], x[1, 9], x[2, 33] = float("nan"), float("inf"), -float("inf")
+    w = randn(64, dtype=torch.bfloat16, seed=43)
+    s, ub = torch.tensor([0.05], device=DEVICE), torch.tensor([0.8], device=DEVICE)
+    cases = [(f"{name}-{str(fp8).removeprefix('torch.')}", name, args)
+             for fp8 in (E4M3, E4M3UZ) for name, args in [
+        ("static_scaled_fp8_quant", (x, s, fp8)),
+        ("dynamic_scaled_fp8_quant", (x, fp8)),
+        ("dynamic_per_token_scaled_fp8_quant", (x, None, fp8)),
+        ("dynamic_per_token_scaled_fp8_quant", (x, ub, fp8)),
+        ("per_token_group_fp8_quant", (x, 16, False, False, 1e-10, fp8)),
+        ("per_token_group_fp8_quant", (x, 16, True, True, 1e-10, fp8)),
+        ("rms_norm_quant", (x, w, 1e-6, s, None, fp8, True, "tensor")),
+        ("rms_norm_quant", (x, w, 1e-6, None, None, fp8, False, "token")),
+        ("rms_norm_quant", (x, w, 1e-6, None, None, fp8, False, "group", 16)),
+        ("silu_and_mul_quant", (x, s, None, fp8, True, "tensor")),
+    ]]
+    cases += [(name, name, args) for name, args in [
+        ("static_scaled_int8_quant", (x, s)),
+        ("dynamic_per_token_scaled_int8_quant", (x,)),
+    ]]
+    wrong = []
+    for label, name, args in cases:
+        with L.hw_casts(hw):
+            got = getattr(F, name)(*args)
+        want = getattr(ops, name).native(*args)
+        pairs = zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,), strict=True)
+        wrong += [f"{label} output {i}" for i, (a, b) in enumerate(pairs)
+                  if not _same_or_both_nan(a, b)]
+    assert not wrong, wrong
+
+
 # --- silu_and_mul and the fused ops -----------------------------------------------------
 
 

@@ -23,6 +23,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   %b, %br, %bs = triton.fused_add_rms_norm_quant %x, %r weight(%w : tensor<4096xbf16>) epsilon(%eps : tensor<f64>) {scheme = #vllm.quant<dynamic per_group 128 column_major ue8m0>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>, tensor<?x32xf32>
   // CHECK:      # ===== triton.fused_add_rms_norm_quant: kernel fused_add_rms_norm_quant_bf16_wbf16_e4m3fn_dynamic_group128_colmajor_ue8m0_geps1em10_b4096_nw8 (1 op(s))
   // CHECK:      #   epsilon = runtime argument
+  // CHECK:      def _max_nan(a, b):
   // CHECK:      def _div_rn_by(y, d, inv):
   // CHECK:      def _pow2_ceil(s):
   // CHECK:      def fused_add_rms_norm_quant_kernel(
@@ -33,7 +34,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      var = tl.div_rn(tl.sum(x * x, axis=None), H * 1.0)
   // CHECK-NEXT: y = x * tl.div_rn(1.0, tl.sqrt_rn(var + epsilon))
   // CHECK:      # quantize: float8_e4m3fn, dynamic per group of 128, column-major scales, ue8m0, eps 1e-10
-  // CHECK:      scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), 1e-10), 448.0)
+  // CHECK:      scale = tl.div_rn(_max_nan(tl.reduce(tl.abs(y), 1, _max_nan), 1e-10), 448.0)
   // CHECK:      scale = _pow2_ceil(scale)
   // One division per group, exact quotients by fma corrections; far-out scales divide.
   // CHECK:      if (tl.min(scale, axis=0) >= 5.421010862427522e-20) & (tl.max(scale, axis=0) <= 1.8446744073709552e+19):
@@ -41,7 +42,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK-NEXT:     q = _div_rn_by(y, scale[:, None], inv[:, None])
   // CHECK-NEXT: else:
   // CHECK-NEXT:     q = tl.div_rn(y, scale[:, None])
-  // CHECK-NEXT: q = tl.minimum(tl.maximum(q, -448.0), 448.0)
+  // CHECK-NEXT: q = tl.clamp(q, -448.0, 448.0, propagate_nan=tl.PropagateNan.ALL)
   // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
   // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_encode(q, -6, 512.0, 0.015625, True), mask=mask)
 
@@ -52,7 +53,7 @@ func.func @kernels(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<
   // CHECK:      b = tl.load(x_ptr + row * x_row_stride + D + cols, mask=mask, other=0.0).to(tl.float32)
   // CHECK:      y = (a / (1.0 + tl.exp(-a))).to(tl.float16).to(tl.float32)
   // CHECK:      q = y * tl.div_rn(1.0, scale)
-  // CHECK:      q = tl.minimum(tl.maximum(q, -224.0), 224.0)
+  // CHECK:      q = tl.clamp(q, -224.0, 224.0, propagate_nan=tl.PropagateNan.ALL)
   // CHECK-NEXT: # q_ptr is the fp8 output viewed as uint8: store the e4m3 bits
   // CHECK-NEXT: tl.store(q_ptr + row * q_row_stride + cols, _e4m3_encode(q, -7, 1024.0, 0.0078125, False), mask=mask)
 

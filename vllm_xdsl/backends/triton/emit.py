@@ -14,8 +14,9 @@ from vllm_xdsl.backends.triton.templates import TEMPLATES
 
 
 def _helpers_used(text: str) -> list[str]:
-    """Helpers called in `text`, in a stable order (no helper calls another)."""
-    return [name for name in HELPERS if re.search(rf"\b{name}\(", text)]
+    """Helpers used in `text` (called, or passed as a reduction's combine function), in a
+    stable order (no helper uses another)."""
+    return [name for name in HELPERS if re.search(rf"\b{name}\b", text)]
 
 
 def describe(spec: KernelSpec) -> list[str]:

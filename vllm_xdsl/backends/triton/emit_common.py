@@ -25,6 +25,13 @@ def _round_bf16(x):
     b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
     return tl.where(x != x, x, b.to(tl.float32, bitcast=True))
 """,
+    "_max_nan": """
+@triton.jit
+def _max_nan(a, b):
+    # max keeping NaN, as torch's amax, clamp and maximum do (tl.maximum and tl.max drop it
+    # on a GPU): a NaN input must give NaN scales and values, never finite ones.
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+""",
     "_rint": """
 @triton.jit
 def _rint(x):
@@ -36,19 +43,21 @@ def _rint(x):
 @triton.jit
 def _e4m3_encode(q, MIN_EXP: tl.constexpr, SUB_STEPS: tl.constexpr, MIN_NORMAL: tl.constexpr,
                  NEG_ZERO: tl.constexpr):
-    # The e4m3 bits of f32 q (|q| <= FMAX) rounded to nearest even, from its f32 bits: no
-    # f32->fp8 cast (the interpreter's is wrong; pre-Ada GPUs lack one). Stored through a
-    # uint8 view of the output.
+    # The e4m3 bits of f32 q (|q| <= FMAX, or NaN) rounded to nearest even, from its f32
+    # bits: no f32->fp8 cast (the interpreter's is wrong; pre-Ada GPUs lack one). Stored
+    # through a uint8 view of the output.
     a = tl.abs(q)
     b = a.to(tl.uint32, bitcast=True)
     # Normals: round the f32 bits to 3 mantissa bits (a carry moves into the exponent),
-    # then rebias the exponent.
+    # then rebias the exponent. A NaN's bits come out above every finite code: the minimum
+    # makes them the NaN code (0x7F in e4m3fn; 0x80, "-0", in e4m3fnuz).
     normal = ((b + 0x7FFFF + ((b >> 20) & 1)) >> 20) - ((126 + MIN_EXP) << 3)
+    normal = tl.minimum(normal, 0x7F if NEG_ZERO else 0x80)
     # Subnormals: the count of 2**(MIN_EXP-3) steps. Adding 1.5 * 2**23 rounds it to the
     # nearest even integer and leaves it in the low bits; a count of 8 is the smallest
     # normal's encoding, so rounding up into the normals just works.
     sub = (a * SUB_STEPS + 12582912.0).to(tl.uint32, bitcast=True) & 0xF
-    bits = tl.where(a >= MIN_NORMAL, normal, sub)
+    bits = tl.where(a < MIN_NORMAL, sub, normal)  # NaN: not below, so the normal path
     sign = (q.to(tl.uint32, bitcast=True) >> 24) & 0x80
     if NEG_ZERO:  # e4m3fn has -0, as torch makes it
         bits = bits | sign
@@ -74,11 +83,12 @@ def _div_rn_by(y, d, inv):
     "_pow2_ceil": """
 @triton.jit
 def _pow2_ceil(s):
-    # 2**ceil(log2(s)) for a positive normal f32, exactly, from the bits (ue8m0 scales).
+    # 2**ceil(log2(s)) for a positive normal f32, exactly, from the bits (ue8m0 scales);
+    # inf stays inf and NaN NaN.
     b = s.to(tl.uint32, bitcast=True)
     e = (b >> 23) & 0xFF
     e = tl.where((b & 0x7FFFFF) != 0, e + 1, e)
-    return (e << 23).to(tl.float32, bitcast=True)
+    return tl.where(s != s, s, (e << 23).to(tl.float32, bitcast=True))
 """,
 }
 
@@ -106,6 +116,19 @@ def round_to(expr: str, dtype: torch.dtype, hw: bool = False) -> str:
     if dtype == torch.float16:
         return f"({expr}).to(tl.float16).to(tl.float32)"  # exact, even when interpreted
     return expr
+
+
+KEEP_NAN = "propagate_nan=tl.PropagateNan.ALL"
+
+
+def clamp(expr: str, lo: str, hi: str) -> str:
+    """`expr` clamped to [lo, hi], NaN kept (torch.clamp's NaN is NaN)."""
+    return f"tl.clamp({expr}, {lo}, {hi}, {KEEP_NAN})"
+
+
+def absmax(expr: str, axis: int) -> str:
+    """The largest |expr| along `axis`, NaN if any element is NaN (as torch.amax)."""
+    return f"tl.reduce(tl.abs({expr}), {axis}, _max_nan)"
 
 
 def flt(v: float) -> str:
@@ -174,7 +197,7 @@ def _divide(k: KernelText, d: str, bound: float | None, groups: bool = False) ->
     k.add(f"if {fits}:", f"    inv = tl.div_rn(1.0, {d})")
     num = "y"
     if bound is not None:
-        k.add(f"    limit = {per} * {flt(bound)}", "    yc = tl.minimum(tl.maximum(y, -limit), limit)")
+        k.add(f"    limit = {per} * {flt(bound)}", f"    yc = {clamp('y', '-limit', 'limit')}")
         num = "yc"
     k.add(
         f"    q = _div_rn_by({num}, {per}, {inv})",
@@ -196,8 +219,9 @@ def quant_epilogue(
 
     `y` is [BLOCK], or [BLOCK // group_size, group_size] for per-group schemes.
 
-    The structure follows the native quant ops: scale computations and divisions are
-    IEEE-rounded as in torch (`_div_rn_by` divides a row by its scale exactly without one
+    The structure follows the native quant ops: a NaN input gives NaN values and scales
+    where torch's do (reductions, max and clamp keep NaN); scale computations and divisions
+    are IEEE-rounded as in torch (`_div_rn_by` divides a row by its scale exactly without one
     division per element); `n` is the number of valid columns. `hw`: e4m3fn values are
     converted by the GPU's instruction (round to nearest even, one instruction per two
     values) instead of rounded and encoded in integer arithmetic.
@@ -213,8 +237,9 @@ def quant_epilogue(
                 k.add(f"if {first}:", "    tl.store(scales_ptr, scale)")
         else:  # dynamic per tensor: the global absmax came from the absmax kernel
             k.add(
-                f"scale = tl.maximum(tl.div_rn(tl.load(amax_ptr), {qmax}), "
-                f"{flt(1.0 / (scheme.qmax * 512))})",
+                "# amax_ptr holds the absmax's f32 bits (see the absmax kernel)",
+                f"scale = _max_nan(tl.div_rn(tl.load(amax_ptr).to(tl.float32, bitcast=True), "
+                f"{qmax}), {flt(1.0 / (scheme.qmax * 512))})",
                 "if row == 0:",
                 "    tl.store(scales_ptr, scale)",
             )
@@ -223,12 +248,13 @@ def quant_epilogue(
         else:
             _divide(k, "scale", saturate)
     elif scheme.granularity == "token":
-        k.add("amax = tl.max(tl.abs(y), axis=0)")
+        k.add(f"amax = {absmax('y', 0)}")
         if scheme.is_fp8:
             if has_scale_ub:
-                k.add("amax = tl.minimum(amax, tl.load(scale_ub_ptr).to(tl.float32))")
+                k.add("amax = tl.minimum(amax, tl.load(scale_ub_ptr).to(tl.float32), "
+                      f"{KEEP_NAN})")
             k.add(
-                f"scale = tl.maximum(tl.div_rn(amax, {qmax}), {flt(1.0 / (scheme.qmax * 512))})",
+                f"scale = _max_nan(tl.div_rn(amax, {qmax}), {flt(1.0 / (scheme.qmax * 512))})",
                 "tl.store(scales_ptr + row, scale)",
             )
             # Without an upper bound |y| <= amax, so |y / scale| <= FMAX already.
@@ -243,8 +269,7 @@ def quant_epilogue(
     else:
         g = scheme.group_size
         k.add(
-            f"scale = tl.div_rn(tl.maximum(tl.max(tl.abs(y), axis=1), {flt(scheme.group_eps)}), "
-            f"{qmax})"
+            f"scale = tl.div_rn(_max_nan({absmax('y', 1)}, {flt(scheme.group_eps)}), {qmax})"
         )
         if scheme.use_ue8m0:
             k.add("scale = _pow2_ceil(scale)")
@@ -256,7 +281,7 @@ def quant_epilogue(
         )
         _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
-    k.add(f"q = tl.minimum(tl.maximum(q, {lo}), {qmax})")
+    k.add(f"q = {clamp('q', lo, qmax)}")
     if scheme.is_fp8 and hw and scheme.dtype in HW_FP8:
         k.add(
             "# q_ptr is the fp8 output viewed as uint8: store the bits of the GPU's conversion",

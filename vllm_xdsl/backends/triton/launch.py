@@ -292,7 +292,7 @@ def quant(
     amax = None
     prologue: tuple = ()
     if not scheme.static and scheme.granularity == "tensor":
-        amax = torch.zeros(1, dtype=_F32, device=x.device)
+        amax = torch.zeros(1, dtype=torch.int32, device=x.device)  # f32 bits (absmax kernel)
         prologue = (x2, x2.stride(0), amax, hidden)
         if tokens == 0:  # the native's scale of an empty tensor: the floor
             scales.fill_(1.0 / (scheme.qmax * 512.0))

@@ -13,6 +13,7 @@ import torch
 from vllm_xdsl.backends.triton.emit_common import (
     TL_DTYPE,
     KernelText,
+    absmax,
     flt,
     quant_epilogue,
     quant_params,
@@ -132,8 +133,10 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
             *_PROLOGUE,
             "mask = cols < N",
             "x = " + _load("x_ptr", "x_row_stride"),
-            "# amax_ptr starts at 0; absmax >= 0, so a float atomic max is exact",
-            "tl.atomic_max(amax_ptr, tl.max(tl.abs(x), axis=0))",
+            "# amax_ptr: the f32 bits as int32, from 0. For floats >= 0 (and NaN, above inf)",
+            "# the bits order as the values: an integer atomic max is exact and keeps NaN",
+            "# (Triton's float atomic_max drops NaN).",
+            f"tl.atomic_max(amax_ptr, {absmax('x', 0)}.to(tl.int32, bitcast=True))",
         )
         kernels.append(a)
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])

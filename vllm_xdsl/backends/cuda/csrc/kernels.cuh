@@ -105,7 +105,7 @@ template <class Op> VX_DEV float block_reduce(float v, Op op, float ident) {
 }
 
 struct Sum { VX_DEV float operator()(float a, float b) const { return a + b; } };
-struct Max { VX_DEV float operator()(float a, float b) const { return fmaxf(a, b); } };
+struct Max { VX_DEV float operator()(float a, float b) const { return vx_max_nan(a, b); } };
 
 // Producer values for elements [i, i+N) of one row, rounded to T as the contract
 // materializes them. With `final`, side outputs (residual_out) are written too.
@@ -196,7 +196,7 @@ template <int SCHEME, int N> VX_DEV void quant_store(void* out, int64_t off, con
       pk.v[k] = static_cast<uint8_t>(vx_float_to_int8(q));
     } else {
       float q = SCHEME == S_STATIC_FP8 ? v[k] * mul : v[k] / div;
-      q = fminf(fmaxf(q, -p.qmax), p.qmax);
+      q = vx_min_nan(vx_max_nan(q, -p.qmax), p.qmax);
       pk.v[k] = p.fnuz ? vx_float_to_e4m3<true>(q) : vx_float_to_e4m3<false>(q);
     }
   }
@@ -234,13 +234,13 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
     VX_ROW_LOOP(H, {
       float v[n];
       prod.template values<n>(i, v, false);
-      for (int k = 0; k < n; ++k) m = fmaxf(m, fabsf(v[k]));
+      for (int k = 0; k < n; ++k) m = vx_max_nan(m, fabsf(v[k]));
     })
     m = block_reduce(m, Max(), 0.f);
     if constexpr (SCHEME == S_TOKEN_FP8) {
-      if (p.scale_ub != nullptr) m = fminf(m, p.scale_ub[0]);
+      if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
       const float min_scale = 1.0f / (p.qmax * 512.0f);
-      div = fmaxf(m / p.qmax, min_scale);
+      div = vx_max_nan(m / p.qmax, min_scale);
     } else {
       div = m / 127.0f;
     }
@@ -255,13 +255,13 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
       float v[n];
       prod.template values<n>(i, v, false);
       float m = 0.f;
-      for (int k = 0; k < n; ++k) m = fmaxf(m, fabsf(v[k]));
-      // Non-negative floats order like their bit patterns as ints.
+      for (int k = 0; k < n; ++k) m = vx_max_nan(m, fabsf(v[k]));
+      // Non-negative floats (and NaN, above inf) order like their bit patterns as ints.
       atomicMax(reinterpret_cast<int*>(&group_scale[i / p.group_size]), __float_as_int(m));
     })
     __syncthreads();
     for (int64_t g = threadIdx.x; g < G; g += blockDim.x) {
-      float s = fmaxf(group_scale[g], p.group_eps) / p.qmax;
+      float s = vx_max_nan(group_scale[g], p.group_eps) / p.qmax;
       // Same formula as the contract (not an exact bit trick), so both round alike.
       if (p.ue8m0) s = exp2f(ceilf(log2f(s)));
       group_scale[g] = s;
@@ -290,7 +290,7 @@ template <typename T> __global__ void __launch_bounds__(1024) absmax_kernel(Para
   VX_ROW_LOOP(p.hidden, {
     float v[n];
     load<T, n>(x + i, v);
-    for (int k = 0; k < n; ++k) m = fmaxf(m, fabsf(v[k]));
+    for (int k = 0; k < n; ++k) m = vx_max_nan(m, fabsf(v[k]));
   })
   m = block_reduce(m, Max(), 0.f);
   if (threadIdx.x == 0) atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
@@ -298,7 +298,7 @@ template <typename T> __global__ void __launch_bounds__(1024) absmax_kernel(Para
 
 // ...then the scale max(absmax / FMAX, 1 / (FMAX * 512)), in place.
 __global__ void finish_tensor_scale(float* scale, float qmax) {
-  scale[0] = fmaxf(scale[0] / qmax, 1.0f / (qmax * 512.0f));
+  scale[0] = vx_max_nan(scale[0] / qmax, 1.0f / (qmax * 512.0f));
 }
 
 }  // namespace vx

@@ -61,8 +61,14 @@ VX_HD uint8_t vx_float_to_e4m3(float f) {
   return static_cast<uint8_t>(sign | code);
 }
 
+// max / min keeping NaN, as torch's amax, maximum, minimum and clamp do (fmaxf and fminf
+// return the other operand): a NaN input must give NaN scales and values, never finite ones.
+VX_HD float vx_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+VX_HD float vx_min_nan(float a, float b) { return (a != a || a < b) ? a : b; }
+
 VX_HD int8_t vx_float_to_int8(float v) {
   float r = rintf(v);  // half to even under the default rounding mode
+  if (r != r) return 0;  // NaN: torch's conversion gives 0 (a C++ cast would be undefined)
   r = fminf(fmaxf(r, -128.0f), 127.0f);
   return static_cast<int8_t>(r);
 }
