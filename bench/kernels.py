@@ -18,8 +18,9 @@ shapes (tokens 1, 16, 256, 4096, 16384; hidden 4096, 5120, 8192; bf16) it measur
 Time is the device time of the kernels one call launches (the call captured in a CUDA
 graph, replays timed with L2 flushed), so host overhead does not hide the kernels at 4096
 tokens; `--timing call` times the call as made, host included. Bandwidth counts the bytes
-every implementation must move: its inputs read once plus its outputs written once. Each implementation's result is also checked against the native contract
-(OPS.md tolerances) before it is timed. Prints a Markdown table, optionally writes it
+every implementation must move: its inputs read once plus its outputs written once. Each
+implementation's result is also checked against the native contract (OPS.md tolerances)
+before it is timed. Prints a Markdown table, optionally writes it
 (--out) and a PNG plot (--plot; needs matplotlib).
 
     python bench/kernels.py                          # the whole grid (needs a GPU)
@@ -463,7 +464,7 @@ def run(args: argparse.Namespace) -> int:
             for row in measure_case(case, h, tokens, fns, timer, compile_cache, args.no_inductor,
                                     mk):
                 results.append(row)
-                line = format_row(row, list(impls), copy_peak)
+                line = format_row(row, list(impls), copy_peak, gpu and args.timing == "kernel")
                 lines.append(line)
                 print(line, flush=True)
                 if table:
@@ -492,11 +493,12 @@ def percent_of_copy(row: dict[str, Any], impl: str, copy_peak: float) -> float:
     return 100 * row["moved"] / row[impl] / 1e9 / copy_peak
 
 
-def format_row(row: dict[str, Any], impls: list[str], copy_peak: float) -> str:
-    """One Markdown table row; a time taken as a call where kernels were asked for gets '*'."""
+def format_row(row: dict[str, Any], impls: list[str], copy_peak: float, mark_calls: bool) -> str:
+    """One Markdown table row; with `mark_calls` (kernel times were asked for) a time taken
+    as a call gets '*'."""
 
     def us(impl: str) -> str:
-        mark = "*" if row["how"].get(impl) == "call" and row["how"].get("copy") != "call" else ""
+        mark = "*" if mark_calls and row["how"].get(impl) == "call" else ""
         return f"{row[impl] * 1e6:.1f}{mark}"
 
     cells = [row["case"], str(row["tokens"]), str(row["hidden"]), f"{row['moved'] / 1e6:.2f}"]
