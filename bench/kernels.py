@@ -40,11 +40,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# bench/ is on sys.path when this runs as a script
+from _kernels_report import format_row, target_summary
+from _kernels_timing import Timer, copy_bandwidth
+
 TOKENS = (1, 16, 256, 4096, 16384)
 HIDDEN = (4096, 5120, 8192)
 DRY_TOKENS, DRY_HIDDEN = (1, 7), (256,)
 COPY_BYTES = 1 << 30
-TARGET_TOKENS, TARGET_HIDDEN, TARGET_COPY_PERCENT = 4096, 4096, 85
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -198,71 +201,6 @@ def nbytes(args: tuple, outs) -> int:
     return sum(t.numel() * t.element_size() for t in tensors(args) + tensors(outs))
 
 
-class Timer:
-    """Median seconds per call, and how it was measured.
-
-    On a GPU (mode "kernel", the default) the call is captured once into a CUDA graph and
-    the graph's replays are timed (triton.testing.do_bench: CUDA events, L2 flushed before
-    each), so the time is the device's: the kernels the call launches, without the host's
-    cost of making it. The issue's targets compare kernels, and below ~16384 tokens the
-    host's 50-75 us per call (H200 host, session 2) would otherwise be what is measured.
-    A call that cannot be captured is timed as a call (how "call"), and so is every call in
-    mode "call". On the CPU (dry run): wall clock ("wall")."""
-
-    def __init__(self, gpu: bool, mode: str = "kernel") -> None:
-        self.gpu, self.mode = gpu, mode
-        self.capture_failures: dict[str, str] = {}
-
-    def __call__(self, fn: Callable[[], Any], label: str = "") -> tuple[float, str]:
-        if not self.gpu:
-            fn()
-            times = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-            return sorted(times)[1], "wall"
-        from triton.testing import do_bench
-
-        if self.mode == "kernel":
-            try:
-                graph = capture(fn)
-            except Exception as e:  # noqa: BLE001 - any failure: time the plain call instead
-                self.capture_failures.setdefault(label, f"{type(e).__name__}: {e}".split("\n")[0])
-            else:
-                seconds = do_bench(graph.replay, warmup=5, rep=25, return_mode="median") * 1e-3
-                del graph  # frees the graph's memory pool
-                return seconds, "kernel"
-        return do_bench(fn, warmup=5, rep=25, return_mode="median") * 1e-3, "call"
-
-
-def capture(fn: Callable[[], Any]):
-    """A CUDA graph of one call of `fn` (warmed up on a side stream first, as torch asks)."""
-    import torch
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph):
-            fn()
-    finally:
-        torch.cuda.synchronize()  # a failed capture must not leave work in flight
-    return graph
-
-
-def copy_bandwidth(timer: Timer, device: str, nbytes_total: int) -> float:
-    """Device-to-device copy bandwidth in GB/s (bytes read + written per second)."""
-    import torch
-
-    src = torch.empty(nbytes_total // 2, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    return 2 * src.numel() / timer(lambda: dst.copy_(src), "copy")[0] / 1e9
-
-
 def check(case: Case, got, want) -> str:
     """'ok' or the first OPS.md tolerance violation of an implementation's result."""
     import torch
@@ -395,9 +333,6 @@ def run(args: argparse.Namespace) -> int:
     gpu = not args.dry_run
     device = "cuda" if gpu else "cpu"
     all_cases = cases()
-    if args.list:
-        print("\n".join(c.name for c in all_cases))
-        return 0
     wanted = args.ops.split(",") if args.ops else [c.name for c in all_cases]
     unknown = set(wanted) - {c.name for c in all_cases}
     if unknown:
@@ -489,62 +424,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if ours_wrong else 0
 
 
-def percent_of_copy(row: dict[str, Any], impl: str, copy_peak: float) -> float:
-    return 100 * row["moved"] / row[impl] / 1e9 / copy_peak
-
-
-def format_row(row: dict[str, Any], impls: list[str], copy_peak: float, mark_calls: bool) -> str:
-    """One Markdown table row; with `mark_calls` (kernel times were asked for) a time taken
-    as a call gets '*'."""
-
-    def us(impl: str) -> str:
-        mark = "*" if mark_calls and row["how"].get(impl) == "call" else ""
-        return f"{row[impl] * 1e6:.1f}{mark}"
-
-    cells = [row["case"], str(row["tokens"]), str(row["hidden"]), f"{row['moved'] / 1e6:.2f}"]
-    for impl in impls:
-        cells += [
-            us(impl),
-            f"{percent_of_copy(row, impl, copy_peak):.0f} %",
-            f"{row['inductor'] / row[impl]:.2f}",
-        ]
-    cells += [
-        us("eager"),
-        us("inductor"),
-        f"{percent_of_copy(row, 'inductor', copy_peak):.0f} %",
-        row["check"],
-    ]
-    return "| " + " | ".join(cells) + " |"
-
-
-def target_summary(results: list[dict[str, Any]], impls: list[str], copy_peak: float) -> list[str]:
-    """Issue 6's targets over the rows at >= 4096 tokens and hidden >= 4096, per impl:
-    >= 85 % of copy bandwidth, and never slower than Inductor (time ratio >= 1, no noise
-    allowance: a row at 0.99x counts as slower)."""
-    rows = [r for r in results if r["tokens"] >= TARGET_TOKENS and r["hidden"] >= TARGET_HIDDEN]
-    if not rows:
-        return [f"targets: no row at >= {TARGET_TOKENS} tokens x {TARGET_HIDDEN}"]
-    out = [f"targets at >= {TARGET_TOKENS} tokens x >= {TARGET_HIDDEN} ({len(rows)} rows):"]
-    for impl in impls:
-        slow_bw = [r for r in rows if percent_of_copy(r, impl, copy_peak) < TARGET_COPY_PERCENT]
-        timed = [r for r in rows if r["inductor"] == r["inductor"]]  # NaN: no Inductor run
-        slower = [r for r in timed if r["inductor"] / r[impl] < 1.0]
-        for what, bad, total in (
-            (f">= {TARGET_COPY_PERCENT} % of copy", slow_bw, rows),
-            ("never slower than Inductor", slower, timed),
-        ):
-            verdict = "met" if total and not bad else ("NOT met" if bad else "not measured")
-            worst = ", ".join(f"{r['case']}@{r['tokens']}x{r['hidden']}" for r in bad[:6])
-            more = f" (+{len(bad) - 6} more)" if len(bad) > 6 else ""
-            out.append(
-                f"  {impl}: {what}: {verdict}, {len(total) - len(bad)}/{len(total)} rows"
-                + (f"; misses: {worst}{more}" if bad else "")
-            )
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.list:  # needs no GPU
+        print("\n".join(c.name for c in cases()))
+        return 0
     if args.dry_run:
         os.environ["TRITON_INTERPRET"] = "1"  # before anything imports triton
     else:
