@@ -24,14 +24,17 @@ from vllm_xdsl import ops
 _E4M3 = torch.float8_e4m3fn
 
 
-def fp8_probe() -> Tensor:
-    """[1, N] f32 values whose e4m3fn conversion decides every rounding case."""
-    grid = torch.arange(256, dtype=torch.uint8).view(_E4M3).float()
+def fp8_probe(fp8: torch.dtype = _E4M3) -> Tensor:
+    """[1, N] f32 values whose conversion to `fp8` (after the quant's clamp) decides every
+    rounding case: each value, each midpoint, one ulp either side, zeros, beyond FMAX."""
+    grid = torch.arange(256, dtype=torch.uint8).view(fp8).float()
     grid = grid[torch.isfinite(grid)].unique()
     mid = (grid[1:] + grid[:-1]) / 2  # exact in f32: e4m3 has 3 mantissa bits
     up = torch.nextafter(mid, torch.full_like(mid, float("inf")))
     down = torch.nextafter(mid, torch.full_like(mid, -float("inf")))
-    beyond = torch.tensor([448.5, 464.0, 480.0, 1e30, float("inf"), 2.0**-10, 2.0**-12])
+    # FMAX and the tie above it for e4m3fnuz (240, 248) and e4m3fn (448, 464); subnormal ties.
+    beyond = torch.tensor([241.0, 248.0, 448.5, 464.0, 480.0, 1e30, float("inf"),
+                           2.0**-10, 2.0**-11, 2.0**-12])
     vals = torch.cat([grid, mid, up, down, beyond, -beyond, torch.tensor([0.0, -0.0])])
     return vals.reshape(1, -1)
 
