@@ -10,8 +10,8 @@ device:
 - static_scaled_fp8_quant with scale 1 on f32 values: every e4m3fn value, every midpoint
   between neighbours, one ulp either side, subnormals, signed zeros, values beyond FMAX;
 - fused_add_rms_norm's residual_out, (x + residual).to(bf16), on bf16 pairs whose sum is an
-  exact tie between two bf16 values, or one ulp of the sum either side of it, at every
-  exponent a sum of bf16 normals reaches.
+  exact tie between two bf16 values or just beside one (by 2**-7 of half a bf16 ulp), or
+  a quarter ulp below, at every exponent where x and the residual are both bf16 normals.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def fp8_probe(fp8: torch.dtype = _E4M3) -> Tensor:
 
 
 def bf16_probe() -> tuple[Tensor, Tensor]:
-    """[E, 64] bf16 pairs (x, residual) whose f32 sums are bf16 ties or one ulp beside one.
+    """[E, 64] bf16 pairs (x, residual) whose f32 sums are bf16 ties or just beside one.
 
     x = m * 2**e with an even or odd last mantissa bit; residual = half an ulp of x, or that
-    times (1 +- 2**-7), so the exact sum is a tie, just above it or just below it."""
+    times (1 +- 2**-7) or 0.75, so the exact sum is a tie, just beside it or below it."""
     mantissas = torch.tensor([1.0, 1.0078125, 1.5, 1.9921875])  # last bit even, odd, even, odd
     # x and every residual normal (Triton's interpreter reads subnormal bf16 as 0).
     exps = torch.arange(-117, 127, dtype=torch.float32)
