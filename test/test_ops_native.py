@@ -1,4 +1,4 @@
-"""The native contracts against independent float64 references written from shared/OPS.md."""
+"""The native contracts against independent float64 references written from docs/OPS.md."""
 
 from __future__ import annotations
 

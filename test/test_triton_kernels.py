@@ -1,4 +1,4 @@
-"""The generated Triton kernels against the native contracts (shared/OPS.md tolerances).
+"""The generated Triton kernels against the native contracts (docs/OPS.md tolerances).
 
 Without a GPU the kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1, set here
 before any kernel is created). The grid is reduced to stay fast: tokens {1, 7, 17},

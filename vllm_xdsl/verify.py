@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = _Parser(prog="python -m vllm_xdsl.verify", description=__doc__.splitlines()[0])
     p.add_argument("--provider", help="only this provider ('native': the torch custom op)")
     p.add_argument("--op", help="only this op")
-    p.add_argument("--full", action="store_true", help="the whole grid of shared/OPS.md")
+    p.add_argument("--full", action="store_true", help="the whole grid of docs/OPS.md")
     p.add_argument("--device", choices=("cpu", "cuda"),
                    default="cuda" if torch.cuda.is_available() else "cpu")
     a = p.parse_args(argv)

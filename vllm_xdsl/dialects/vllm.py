@@ -1,4 +1,4 @@
-"""The `vllm` dialect: one op per semantic operation of shared/OPS.md.
+"""The `vllm` dialect: one op per semantic operation of docs/OPS.md.
 
 Ops say what is computed, never how. Operand order and names follow OPS.md; optional
 operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,

@@ -1,6 +1,6 @@
 """Import of `torch.ops.vllm_xdsl.<op>` calls as `vllm.<op>` ops.
 
-Torch arguments map by name onto the op's operands and properties (shared/OPS.md names):
+Torch arguments map by name onto the op's operands and properties (docs/OPS.md names):
 a float epsilon becomes the `epsilon` property, an epsilon that is a graph value becomes
 the `epsilon_value` operand; a fused op's scheme arguments become one `#vllm.quant<...>`.
 A static fused op has no `scales` result in the IR: its torch `scales` output is a float32

@@ -1,4 +1,4 @@
-"""Semantic ops: the native contract of each op (shared/OPS.md), its torch custom op
+"""Semantic ops: the native contract of each op (docs/OPS.md), its torch custom op
 (`torch.ops.vllm_xdsl.<op>`), the implementation registry and dispatch.
 
     from vllm_xdsl import ops

@@ -1,4 +1,4 @@
-"""Native torch implementations of the unfused ops: the contracts of shared/OPS.md.
+"""Native torch implementations of the unfused ops: the contracts of docs/OPS.md.
 
 Each function follows its OPS.md row literally (fp32 compute, the order of casts, multiply
 by the reciprocal where the row says so and divide where it divides). These functions are

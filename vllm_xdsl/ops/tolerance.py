@@ -1,4 +1,4 @@
-"""The tolerances of shared/OPS.md, in one place: implementation vs native, fused vs unfused.
+"""The tolerances of docs/OPS.md, in one place: implementation vs native, fused vs unfused.
 
     assert_close_contract(actual, expected)                 # dtype taken from `expected`
     assert_close_contract(out, ref, kind="norm")            # f16 norm outputs: 1e-2 / 2e-3
