@@ -9,6 +9,8 @@ operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`
     %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
            {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
            : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+    %y, %r = vllm.fused_add_rms_norm %x, %res {epsilon = 1.0e-06 : f64, rounded_sum}
+           : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
 
 Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
 (`epsilon(%e : tensor<f64>)`) when the graph passes it in. Each op's signature lives in
@@ -28,8 +30,9 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     TensorType,
+    UnitAttr,
 )
-from xdsl.ir import Dialect, SSAValue
+from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -82,7 +85,24 @@ class _NormMixin(SemanticSignature):
             check.activation(self.residual, "residual")
         check.weight(self.weight, x)
         check.epsilon(self.epsilon, self.epsilon_value)
+        if "rounded_sum" in self.attributes and not isinstance(self, ResidualNormSignature):
+            raise VerifyException(
+                "rounded_sum applies to the fused add ops (there is no sum to round here)"
+            )
         return x
+
+
+class ResidualNormSignature(_NormMixin):
+    """The fused add + norm ops: which sum the norm reads (docs/OPS.md "Variants")."""
+
+    # Unit property: the norm reads the sum rounded to x's dtype (HF's add-then-norm,
+    # vLLM's CUDA kernel), i.e. residual_out; absent: the unrounded f32 sum (vLLM's native).
+    rounded_sum = opt_prop_def(UnitAttr)
+
+
+def has_rounded_sum(op: Operation) -> bool:
+    """Whether `op` (a vllm or provider op) normalises the sum rounded to x's dtype."""
+    return isinstance(op, ResidualNormSignature) and op.rounded_sum is not None
 
 
 class _QuantMixin(SemanticSignature):
@@ -118,7 +138,7 @@ class RmsNormSignature(_NormMixin):
                 )
 
 
-class FusedAddRmsNormSignature(_NormMixin):
+class FusedAddRmsNormSignature(ResidualNormSignature):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm"
     x = operand_def(TensorType)
     residual = operand_def(TensorType)
@@ -311,7 +331,7 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
         self._verify_scheme(x, x)
 
 
-class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
+class FusedAddRmsNormQuantSignature(_FusedQuantMixin, ResidualNormSignature):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm_quant"
     x = operand_def(TensorType)
     residual = operand_def(TensorType)

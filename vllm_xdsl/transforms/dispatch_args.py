@@ -20,6 +20,7 @@ import torch
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from vllm_xdsl.dialects.vllm import has_rounded_sum
 from vllm_xdsl.ops import ALL_OPS, TensorMeta
 
 # Native parameter -> QuantScheme field (unfused per-group names and fused names).
@@ -52,6 +53,8 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
         elif name == "variance_size":
             v = op.variance_size  # type: ignore[attr-defined]
             args[name] = None if v is None else v.value.data
+        elif name == "rounded_sum":
+            args[name] = has_rounded_sum(op)
         elif scheme is not None and name in _SCHEME_FIELDS:
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
         else:

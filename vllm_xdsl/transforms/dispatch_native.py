@@ -16,6 +16,7 @@ import torch
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.types import tensor_type
+from vllm_xdsl.dialects.vllm import has_rounded_sum
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
 
@@ -74,7 +75,9 @@ def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     x, r = op.x, op.residual  # type: ignore[attr-defined]
     s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
     residual_out = b.convert(s, meta(x)[0])
-    # The norm sees the unrounded fp32 sum, not residual_out.
+    if has_rounded_sum(op):
+        s = b.convert(residual_out, F32)  # the norm reads residual_out (natives.py)
+    # Otherwise the norm sees the unrounded fp32 sum, not residual_out.
     out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])  # type: ignore[attr-defined]
     return [out, residual_out]
 

@@ -15,9 +15,10 @@ raise_quant.py and raise_silu.py. Three levels:
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
   (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed silu);
 - `exact=true`: only forms that are bit-exact with the native contract;
-- `approx=true`: also forms that round at another point (the HF residual sum rounded to
-  f16/bf16 before the norm -> fused_add_rms_norm; an f16 quotient before fp8): within the
-  per-op OPS.md tolerance, but measurably different after fp8 layers downstream.
+- `approx=true`: also forms that round at another point (an f16 quotient before fp8):
+  within the per-op OPS.md tolerance, but measurably different after fp8 layers
+  downstream. (The HF residual sum rounded to f16/bf16 before the norm needs no approx:
+  it is the exact `rounded_sum` variant of fused_add_rms_norm.)
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
 |------------------------------------------------------------------|----------------------------|---------|
@@ -27,7 +28,7 @@ raise_quant.py and raise_silu.py. Three levels:
 | `* w` after the cast, w of x's dtype / before it, any float w     | weight(w) / weight(w.f32)  | exact   |
 | `* (1 + w.float())` (Gemma)                                      | weight(that f32 value)     | exact   |
 | `x.float() + r.float()` before the norm (vLLM native), f32 `x + r` | fused_add_rms_norm         | exact   |
-| `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm         | approx  |
+| `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm{rounded_sum} | exact |
 | `x.float() * scale.reciprocal()` (f32 reciprocal), clamp(+-FMAX), fp8 | static_scaled_fp8_quant | exact   |
 | `x / scale` computed in f32                                      | static_scaled_fp8_quant    | default |
 | quotient rounded to f16 / to bf16 before fp8                     | static / never             | approx / - |
@@ -85,8 +86,9 @@ class RaiseNativePass(ModulePass):
     """Raise only forms that are bit-exact with the contract (see the module doc)."""
 
     approx: bool = False
-    """Also raise forms that round at another point than the contract (f16/bf16 residual
-    sum, f16 quotient before fp8): within the per-op OPS.md tolerance, not bit-exact."""
+    """Also raise forms that round at another point than the contract (f16 quotient before
+    fp8): within the per-op OPS.md tolerance, not bit-exact. The f16/bf16 residual sum is
+    raised exactly (the rounded_sum variant) with or without it."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from vllm_xdsl.dialects.types import torch_dtype
-from vllm_xdsl.dialects.vllm import SemanticSignature
+from vllm_xdsl.dialects.vllm import SemanticSignature, has_rounded_sum
 from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
 
 from .literals import ExportError
@@ -108,6 +108,8 @@ def native_arguments(op: Any, operand: Any, epsilon: Any) -> dict[str, Any]:
             args[name] = DEFAULT_GROUP_EPS if op.eps is None else op.eps.value.data
         elif name == "variance_size":
             args[name] = None if op.variance_size is None else op.variance_size.value.data
+        elif name == "rounded_sum":
+            args[name] = has_rounded_sum(op)
         else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent
             value = getattr(op, name)
             args[name] = None if value is None else operand(value)

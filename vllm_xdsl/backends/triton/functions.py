@@ -34,9 +34,9 @@ def rms_norm(
 
 
 def fused_add_rms_norm(
-    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool = False
 ) -> tuple[Tensor, Tensor]:
-    out, residual_out = L.norm(x, residual, weight, epsilon)
+    out, residual_out = L.norm(x, residual, weight, epsilon, rounded_sum=rounded_sum)
     return out, residual_out
 
 
@@ -144,6 +144,7 @@ def fused_add_rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    rounded_sum: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     scheme = L.fused_scheme(
         "fused_add_rms_norm_quant",
@@ -158,7 +159,8 @@ def fused_add_rms_norm_quant(
         group_eps,
     )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
-    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub)
+    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub,
+                                     rounded_sum=rounded_sum)
     return q, residual_out, scales
 
 

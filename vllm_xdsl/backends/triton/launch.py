@@ -121,6 +121,7 @@ def _spec(
     variance_size: int | None = None,
     scheme: QuantScheme | None = None,
     has_scale_ub: bool = False,
+    rounded_sum: bool = False,
 ) -> KernelSpec:
     return _cached_spec(
         op,
@@ -132,6 +133,7 @@ def _spec(
         scheme,
         has_scale_ub,
         uses_hw_casts(x.device),
+        rounded_sum,
     )
 
 
@@ -146,6 +148,7 @@ def _cached_spec(
     scheme: QuantScheme | None,
     has_scale_ub: bool,
     hw: bool,
+    rounded_sum: bool = False,
 ) -> KernelSpec:
     # Cached: a decode-sized launch must not pay for building and validating a spec.
     return KernelSpec(
@@ -159,6 +162,7 @@ def _cached_spec(
         block,
         default_num_warps(block),
         hw,
+        rounded_sum,
     )
 
 
@@ -225,8 +229,12 @@ def norm(
     scale_ub: Tensor | None = None,
     *,
     bake_epsilon: bool = False,
+    rounded_sum: bool = False,
 ) -> tuple[Tensor, ...]:
-    """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results."""
+    """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results.
+    `rounded_sum`: the fused add variant whose norm reads the rounded sum (residual_out)."""
+    if rounded_sum and residual is None:
+        raise ValueError("rounded_sum needs a residual (it is a fused_add_rms_norm variant)")
     _check_norm_args(x, weight, residual)
     x2 = _rows(x)
     tokens, hidden = x2.shape
@@ -244,6 +252,7 @@ def norm(
         variance_size=variance_size,
         scheme=scheme,
         has_scale_ub=scale_ub is not None,
+        rounded_sum=rounded_sum,
     )
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
