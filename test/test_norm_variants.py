@@ -264,3 +264,35 @@ def test_gemma_norm_fp8_quant_fuses(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert "rounded_sum" in add_q and "rounded_sum" not in norm_q
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w)
+
+
+# --- the torch op through the whole pipeline ------------------------------------------------
+
+
+class CallsTheOp(torch.nn.Module):
+    def forward(self, x: torch.Tensor, r: torch.Tensor, w: torch.Tensor):  # noqa: ANN201
+        from vllm_xdsl import ops
+
+        return ops.fused_add_rms_norm(x, r, w, 1e-6, rounded_sum=True)
+
+
+@pytest.mark.parametrize("priority", ["fused_add_rms_norm=native", "fused_add_rms_norm=triton"])
+def test_torch_op_variant_through_the_pipeline(priority: str, monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    """`ops.fused_add_rms_norm(..., rounded_sum=True)` is imported with the attribute,
+    lowered (native decomposition or the Triton op) and exported with it: the compiled
+    call equals the native bit for bit."""
+    if "triton" in priority:
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    compiled = torch.compile(CallsTheOp(), backend="vllm_xdsl", options={
+        "inner": "eager", "strict": True, "target": "cpu", "priority": priority})
+    x, r, w = _x((5, 64), BF16, 13), _x((5, 64), BF16, 14), torch.rand(64) + 0.5
+    got = compiled(x, r, w)
+    assert _equal(got, N.fused_add_rms_norm(x, r, w, 1e-6, True))
+    assert "rounded_sum" in _stage(tmp_path, "import")
+    lowered = _stage(tmp_path, "lower-dispatch")
+    if "triton" in priority:
+        assert "triton.fused_add_rms_norm" in lowered and "rounded_sum" in lowered, lowered

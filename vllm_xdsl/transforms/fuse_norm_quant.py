@@ -143,7 +143,7 @@ class _Consumers:
 
 def _guarded(producer: IRDLOperation) -> bool:
     """OPS.md fusion guards: variance_size (the fused ops cannot express it)."""
-    return isinstance(producer, vllm.RmsNormOp) and producer.variance_size is not None
+    return isinstance(producer, vllm.RmsNormSignature) and producer.variance_size is not None
 
 
 class FuseQuantIntoProducer(RewritePattern):
