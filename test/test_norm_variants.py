@@ -2,7 +2,8 @@
 norm+quant with a weight of another dtype than x (Gemma's f32 `1 + w`).
 
 - the natives against independent float64 / explicit references;
-- the Triton kernels (interpreted) equal to the natives bit for bit in f16/bf16;
+- the Triton kernels (interpreted) against the natives of their own variant, and
+  distinguishably not the other variant's;
 - raise-native on real HF models (tiny random configs, nothing downloaded): every residual
   add becomes `fused_add_rms_norm{rounded_sum}` and the compiled model equals eager bit for
   bit; a Gemma norm followed by a static fp8 quant fuses.
@@ -115,6 +116,19 @@ def _equal(got: tuple, want: tuple) -> bool:
     return all(torch.equal(_bits(g), _bits(w)) for g, w in zip(got, want, strict=True))
 
 
+def _agreement(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.float() == b.float()).float().mean().item()
+
+
+def _within_contract(got: tuple, want: tuple, norm_first: bool) -> None:
+    from vllm_xdsl.ops.tolerance import Kind, contract_error
+
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        kind: Kind = "norm" if norm_first and i == 0 else ("scales" if g.dtype == F32 else "value")
+        problem = contract_error(g, w, kind=kind)
+        assert problem is None, (i, problem)
+
+
 @pytest.fixture
 def triton_functions(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     pytest.importorskip("triton")
@@ -126,21 +140,29 @@ def triton_functions(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=str)
 @pytest.mark.parametrize("weight", ["none", "same", "f32"])
-def test_triton_variants_are_bitwise(triton_functions, dtype: torch.dtype, weight: str) -> None:
+def test_triton_variants(triton_functions, dtype: torch.dtype, weight: str) -> None:
+    """Each variant's kernel: residual_out bit for bit; the norm output within the contract
+    and equal to its own variant's native but for the row sum's reduction order (>= 99 %),
+    visibly not to the other's (<= 95 %), so a kernel reading the wrong sum fails; the
+    fused quants within the contract (fp8: >= 99 % exactly equal)."""
     T = triton_functions
     x, r = _x((17, 128), dtype, 8), _x((17, 128), dtype, 9)
     w = {"none": None, "same": _x((128,), dtype, 10), "f32": torch.rand(128) + 0.5}[weight]
     for rounded in (False, True):
         want = N.fused_add_rms_norm(x, r, w, 1e-6, rounded)
-        assert _equal(T.fused_add_rms_norm(x, r, w, 1e-6, rounded), want)
-        # The other variant differs (so the check above can fail).
-        assert not torch.equal(N.fused_add_rms_norm(x, r, w, 1e-6, not rounded)[0], want[0])
+        other = N.fused_add_rms_norm(x, r, w, 1e-6, not rounded)
+        got = T.fused_add_rms_norm(x, r, w, 1e-6, rounded)
+        assert torch.equal(got[1], want[1])
+        _within_contract(got, want, norm_first=True)
+        assert _agreement(got[0], want[0]) >= 0.99 > 0.95 >= _agreement(got[0], other[0])
         for q in QUANTS:
             want = F.fused_add_rms_norm_quant(x, r, w, 1e-6, *q, rounded_sum=rounded)
             got = T.fused_add_rms_norm_quant(x, r, w, 1e-6, *q, rounded_sum=rounded)
-            assert _equal(got, want), (rounded, q[2:])
+            assert torch.equal(got[1], want[1])
+            _within_contract(got, want, norm_first=False)
     for q in QUANTS:
-        assert _equal(T.rms_norm_quant(x, w, 1e-6, *q), F.rms_norm_quant(x, w, 1e-6, *q)), q[2:]
+        _within_contract(T.rms_norm_quant(x, w, 1e-6, *q), F.rms_norm_quant(x, w, 1e-6, *q),
+                         norm_first=False)
 
 
 def test_triton_spec_and_source() -> None:
