@@ -125,6 +125,34 @@ def test_dump_dir_stages_parse_with_vllm_opt(tmp_path, monkeypatch) -> None:
     assert run.returncode == 0, run.stderr
 
 
+def test_dump_dir_that_is_a_file_warns_once_and_compiles(tmp_path, monkeypatch, caplog) -> None:
+    not_a_dir = tmp_path / "dump"
+    not_a_dir.write_text("a file")
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(not_a_dir))
+    model, compiled = _compile({"inner": "eager", "target": "cpu", "strict": True})
+    with caplog.at_level(logging.WARNING, logger="vllm_xdsl"):
+        _check(model, compiled)
+        _compile({"inner": "eager", "target": "cpu", "strict": True})[1](torch.randn(2, HIDDEN))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [f"vllm_xdsl: VLLM_XDSL_DUMP_DIR={not_a_dir} is not a writable "
+                        "directory (Not a directory); IR dumps are off"]
+    assert backend.RESULTS.last.stages[-1].name == "lower-dispatch"  # the passes ran
+    assert not_a_dir.read_text() == "a file"
+
+
+def test_dump_write_failure_turns_dumping_off(tmp_path, caplog) -> None:
+    dumper = pipeline.Dumper(tmp_path / "root", "g")
+    dumper.dir.rmdir()
+    dumper.dir.write_text("in the way")  # every write below fails
+    with caplog.at_level(logging.WARNING, logger="vllm_xdsl"):
+        dumper.text("dispatch-report.txt", "report")
+        dumper.text("dispatch-report.txt", "report")
+    assert dumper.failed
+    assert [r.getMessage() for r in caplog.records] == [
+        f"vllm_xdsl: VLLM_XDSL_DUMP_DIR={tmp_path / 'root'} is not a writable directory "
+        "(Not a directory); IR dumps are off"]
+
+
 def test_runtime_epsilon_unlowered_and_provider() -> None:
     """dynamic=True passes epsilon as a 0-d f64 tensor: exported unlowered (native traced
     with the tensor) and as a provider op (wrapper reading it at run time)."""
