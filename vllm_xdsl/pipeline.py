@@ -48,6 +48,9 @@ class PipelineOptions:
     passes: tuple[str, ...] = DEFAULT_PASSES
     target: str | None = None  # default dispatch target (module attribute vllm.target)
     priority: str | None = None  # VLLM_XDSL_PRIORITY syntax, for lower-dispatch
+    # Per pass, its options as xDSL's pipeline parser gives them: {"raise-native":
+    # {"approx": (True,)}} (vllm_xdsl.pass_options checks them against the pass's fields).
+    pass_options: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,7 +152,12 @@ def make_pass(name: str, options: PipelineOptions) -> ModulePass | None:
         kwargs["target"] = options.target
     if "priority" in fields and options.priority is not None:
         kwargs["priority"] = options.priority
-    return cls(**kwargs)
+    params = options.pass_options.get(name)
+    if not params:
+        return cls(**kwargs)
+    from vllm_xdsl.pass_options import build_pass
+
+    return dataclasses.replace(build_pass(cls, params, python=True), **kwargs)
 
 
 def dispatch_report(p: ModulePass, module: ModuleOp) -> str:
