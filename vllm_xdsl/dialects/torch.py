@@ -6,7 +6,9 @@ exactly as before:
     %s = torch.call "aten::add.Tensor"(%a, %b) [#torch.operand<0>, #torch.operand<1>]
            kwargs {alpha = 1 : i64} : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
 
-- `target` is the overload's qualified name (`namespace::op.overload`).
+- `target` is the overload's qualified name (`namespace::op.overload`); one that torch does
+  not know (`aten::mull.Tensor`) does not verify. A namespace with no op loaded in this
+  process (another library's) is not checked, nor `python::` targets.
 - Tensor and symbolic-scalar arguments are SSA operands; `args` is the positional argument
   list in which `#torch.operand<i>` stands for operand i and every other entry is a
   literal: integers, floats, `true`/`false`, strings, `#torch.none`, dtypes
