@@ -75,14 +75,17 @@ def _project_text_files() -> list[Path]:
     return [p for p in paths if p.suffix in suffixes and p.is_file() and p.resolve() != this]
 
 
-def test_no_reference_to_the_old_shared_location():
+def test_every_reference_names_the_document_in_the_project():
+    """`OPS.md` (the one document) or `docs/OPS.md`; never another path, e.g. shared/."""
     stale = [
-        f"{p.relative_to(ROOT)}:{i}"
+        f"{p.relative_to(ROOT)}:{i}: {ref}"
         for p in _project_text_files()
         for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1)
-        if "shared/OPS.md" in line or "shared/DESIGN.md" in line
+        for ref in re.findall(r"[\w./-]*OPS\.md", line)
+        if ref not in ("OPS.md", "docs/OPS.md")
     ]
-    assert not stale, f"references to shared/ (a clone has none): {stale}"
+    assert not stale, f"references to OPS.md elsewhere than docs/: {stale}"
+    assert [p for p in ROOT.rglob("OPS.md") if ".git" not in p.parts] == [OPS_MD]
 
 
 def test_verify_help_points_to_the_document():
