@@ -114,9 +114,13 @@ def test_using_it_command(args: list[str]):
         assert "triton.rms_norm" in ops
         assert not {o for o in ops if o.endswith(".rms_norm") and o != "triton.rms_norm"}
     if "report=true" in options:
+        header = re.match(r"dispatch report: (\d+) node\(s\)\n", result.stderr)
+        assert header is not None, result.stderr
         report = _report(result.stderr)
-        assert result.stderr.startswith("dispatch report:")
-        assert report and all(p for p in report.values())
+        assert len(report) == int(header.group(1)) > 0
+        if "priority=rms_norm=triton,native" in options:
+            norms = {k: v for k, v in report.items() if k.endswith(": rms_norm")}
+            assert norms and set(norms.values()) == {"triton"}, report
 
 
 def test_quick_start_command(tmp_path: Path):
