@@ -103,11 +103,20 @@ def test_modes(capable):
     assert not L.uses_hw_casts(CPU)
     with L.hw_casts(True):  # benchmarks and tests ask for either form, unchecked
         assert L.uses_hw_casts(CPU)
-    capable.setenv(L.HW_CASTS_ENV, "yes")
-    with pytest.raises(ValueError, match=r"VLLM_XDSL_TRITON_HW_CASTS must be auto, 1 or 0, not 'yes'"):
-        L.uses_hw_casts(CPU)
     with L.hw_casts(False):
         assert not L.uses_hw_casts(CPU)
+
+
+def test_bad_mode_warns_once_and_means_auto(capable):
+    capable.setattr(C, "mismatch", lambda device, hw: "differs")
+    L._hw_casts_mode.cache_clear()  # no memory of earlier tests
+    capable.setenv(L.HW_CASTS_ENV, "bogus")
+    with pytest.warns(RuntimeWarning) as record:
+        assert not L.uses_hw_casts(CPU)  # auto: the check ran and failed
+        assert not L.uses_hw_casts(CPU)
+    messages = [str(w.message) for w in record if L.HW_CASTS_ENV in str(w.message)]
+    assert messages == ["VLLM_XDSL_TRITON_HW_CASTS='bogus' is not auto, 1 or 0 (or true, false); "
+                        "using auto"]
 
 
 def test_never_where_the_device_lacks_the_instructions(monkeypatch):

@@ -2,8 +2,10 @@
 
 One row per op x provider x activation dtype: PASS, FAIL (with the max error and the first
 failing case), UNAVAILABLE (the impl cannot run here, with why) or SKIP (its
-supports_args rejected every case of the row, with why). Exit status 1 on any FAIL or
-provider load error, 2 on bad arguments.
+supports_args rejected every case of the row, with why). Exit status 1 on any FAIL, on a
+provider load error, or when no row was compared at all (every row UNAVAILABLE or SKIP:
+the summary then says what the providers need, e.g. TRITON_INTERPRET=1 or a GPU); 2 on bad
+arguments.
 
     python -m vllm_xdsl.verify [--provider P] [--op OP] [--full] [--device cpu|cuda]
 
@@ -144,7 +146,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                       flush=True)
     failed = sum(r.status()[0] == "FAIL" for r in rows)
     print(f"{len(rows)} rows, {failed} failed" + (f", {len(errors)} load errors" if errors else ""))
-    return 1 if failed or errors else 0
+    compared = sum(r.status()[0] in ("PASS", "FAIL") for r in rows)
+    if compared == 0:
+        print(nothing_compared(rows))
+    return 1 if failed or errors or compared == 0 else 0
+
+
+def nothing_compared(rows: Sequence[Row]) -> str:
+    """Why no row was checked: the first reason each provider gave (what it needs)."""
+    needs: dict[str, str] = {}
+    for r in rows:
+        needs.setdefault(r.provider, r.unavailable or (r.skipped[0] if r.skipped else "no cases"))
+    lines = ["nothing was checked: no row was compared (every row is UNAVAILABLE or SKIP)"]
+    lines += [f"  {provider}: {why}" for provider, why in needs.items()]
+    lines.append("  (--provider native checks the torch custom ops, on any machine)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,14 @@ class VllmOptMain(xDSLOptMain):
                     lambda m, c: getattr(importlib.import_module(m), c), module, cls
                 )
 
+    def setup_pipeline(self) -> None:
+        try:
+            super().setup_pipeline()
+        except ValueError as e:  # xDSL's message names neither the pass nor the option
+            from vllm_xdsl.pass_options import explain_pipeline
+
+            raise ValueError(explain_pipeline(self.available_passes, self.args.passes) or e) from None
+
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:

@@ -66,13 +66,22 @@ def uses_hw_casts(device: torch.device) -> bool:
     """Whether kernels launched on `device` now round with its conversion instructions."""
     if _hw_casts_override is not None:
         return _hw_casts_override and converts_exactly(device)
-    value = os.environ.get(HW_CASTS_ENV, "").strip().lower()
-    mode = _HW_CASTS_MODES.get(value)
-    if mode is None:
-        raise ValueError(f"{HW_CASTS_ENV} must be auto, 1 or 0, not {value!r}")
+    mode = _hw_casts_mode(os.environ.get(HW_CASTS_ENV, ""))
     if mode == "off" or not converts_exactly(device):
         return False
     return mode == "on" or conversions_checked(device)
+
+
+@lru_cache(maxsize=8)
+def _hw_casts_mode(value: str) -> str:
+    """The mode a value of the variable asks for. A bad value warns once (one line, not a
+    traceback from inside a launch) and means auto: checked, so exact either way."""
+    mode = _HW_CASTS_MODES.get(value.strip().lower())
+    if mode is None:
+        warnings.warn(f"{HW_CASTS_ENV}={value!r} is not auto, 1 or 0 (or true, false); "
+                      "using auto", RuntimeWarning, stacklevel=4)
+        return "auto"
+    return mode
 
 
 def conversions_checked(device: torch.device) -> bool:
