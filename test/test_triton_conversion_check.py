@@ -66,7 +66,7 @@ def test_gpu_conversions_pass_the_check():
 def capable(monkeypatch):
     """The CPU as if it had the instructions, with no check run yet and the default mode."""
     monkeypatch.setattr(L, "converts_exactly", lambda device: True)
-    monkeypatch.setattr(L, "_checked", {})
+    monkeypatch.setattr(C, "_checked", {})
     monkeypatch.delenv(L.HW_CASTS_ENV, raising=False)
     return monkeypatch
 
