@@ -98,6 +98,7 @@ def select(
         if c.provider == "native":
             return Decision(op.name, "native", op.native_impl, rejected)
         impl = op._impls.get(c.provider)
+        reason: str | None
         if impl is None:
             if not registry.is_known_provider(c.provider):
                 known = ", ".join(sorted(registry.registered_providers() |

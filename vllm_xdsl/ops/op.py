@@ -65,7 +65,7 @@ class SemanticOp:
         self,
         provider: str,
         *,
-        supported: bool | Callable[[], bool | str] = True,
+        supported: bool | Callable[..., bool | str] = True,
         supports_args: Callable[..., bool | str] | None = None,
         inplace: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -23,12 +23,14 @@ from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.fused import scheme_of
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
 
-def _unfused_scheme(dtype: torch.dtype, static: bool, granularity: str, **kw: object) -> QuantScheme:
-    return QuantScheme(dtype, static, granularity, **kw)  # type: ignore[arg-type]
+def _unfused_scheme(
+    dtype: torch.dtype, static: bool, granularity: Granularity, **kw: Any
+) -> QuantScheme:
+    return QuantScheme(dtype, static, granularity, **kw)
 
 
 @functools.cache
