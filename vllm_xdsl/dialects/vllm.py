@@ -92,6 +92,14 @@ class NormOp(SemanticSignature):
         """Epsilon when it is a compile-time property, else None (runtime operand)."""
         return None if self.epsilon is None else self.epsilon.value.data
 
+    def epsilon_arg(self) -> float | SSAValue:
+        """Epsilon as the native gets it: the compile-time value, else the runtime operand."""
+        eps = self.epsilon_float()
+        if eps is not None:
+            return eps
+        assert self.epsilon_value is not None  # the verifier: exactly one of the two
+        return self.epsilon_value
+
 
 class ResidualNormOp(NormOp):
     """A norm of x + residual that also returns the sum (the fused_add_rms_norm forms)."""
@@ -109,6 +117,19 @@ class QuantOp(SemanticSignature):
 
     def quant_scheme(self) -> QuantScheme:
         raise NotImplementedError
+
+    # The optional parts of a quant, by meaning (each form names its own fields).
+    def static_scale(self) -> SSAValue | None:
+        """The scale operand of a static scheme."""
+        return None
+
+    def scale_upper_bound(self) -> SSAValue | None:
+        """The scale_ub operand (dynamic per-token fp8), if given."""
+        return None
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        """The scales result of a dynamic scheme."""
+        return None
 
     def _q_dtype(self) -> torch.dtype:
         return torch_dtype(self.q.type.element_type)
@@ -197,6 +218,9 @@ class StaticScaledFp8QuantSignature(_QuantMixin):
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=True, granularity="tensor")
 
+    def static_scale(self) -> SSAValue | None:
+        return self.scale
+
 
 class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
     SEMANTIC_NAME: ClassVar[str] = "static_scaled_int8_quant"
@@ -221,6 +245,9 @@ class DynamicScaledFp8QuantSignature(_QuantMixin):
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=False, granularity="tensor")
 
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scale
+
 
 class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
@@ -239,6 +266,12 @@ class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=False, granularity="token")
 
+    def scale_upper_bound(self) -> SSAValue | None:
+        return self.scale_ub
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
+
 
 class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
@@ -253,6 +286,9 @@ class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
 
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=False, granularity="token")
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
 
 
 class PerTokenGroupFp8QuantSignature(_QuantMixin):
@@ -282,6 +318,9 @@ class PerTokenGroupFp8QuantSignature(_QuantMixin):
             group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
         )
 
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
+
 
 class SiluAndMulSignature(SemanticSignature):
     SEMANTIC_NAME: ClassVar[str] = "silu_and_mul"
@@ -305,6 +344,15 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
 
     def quant_scheme(self) -> QuantScheme:
         return self.scheme.to_scheme(self._q_dtype())
+
+    def static_scale(self) -> SSAValue | None:
+        return self.scale
+
+    def scale_upper_bound(self) -> SSAValue | None:
+        return self.scale_ub
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
 
     def _verify_scheme(self, x: TensorType, q_shape_of: TensorType) -> None:
         dtype = check.quant_result(self.q, q_shape_of, "fp8 or int8")

@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
+from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
 from vllm_xdsl.ops.policy import AUTO, Priority
 from vllm_xdsl.transforms import dispatch_auto
@@ -62,7 +63,7 @@ _INPUT_INDEX = {"x": 0, "residual": 1}
 LAST_REPORT: DispatchReport | None = None  # the report of the latest lowering (any entry)
 
 
-def provider_op_class(provider: str, semantic: str) -> type[Operation] | None:
+def provider_op_class(provider: str, semantic: str) -> type[SemanticSignature] | None:
     """`<provider>.<semantic>` from vllm_xdsl/dialects/<provider>.py, or None."""
     if provider not in PROVIDER_DIALECTS:
         return None
@@ -173,7 +174,7 @@ class LowerSemanticOp(RewritePattern):
         self.report.add(node, dispatch_auto.decision(choice, AUTO), notes)
 
     def _inplace(
-        self, op: Operation, cls: type[Operation], decision: Decision, props: dict
+        self, op: Operation, cls: type[SemanticSignature], decision: Decision, props: dict
     ) -> tuple[list[SSAValue], list[Operation], list[str]]:
         """Operands for the provider op, copies to insert first, and report notes.
 
@@ -182,7 +183,8 @@ class LowerSemanticOp(RewritePattern):
         gets it only where every overwritten input is proven overwritable.
         """
         # Which inputs an in-place kernel overwrites: the op's contract (ops.inplace_outputs).
-        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()), key=_INPUT_INDEX.get)
+        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()),
+                        key=lambda name: _INPUT_INDEX[name])
         has_prop = "inplace" in cls.get_irdl_definition().properties and bool(inputs)
         operands = list(op.operands)
         if decision.impl.inplace:
