@@ -250,6 +250,7 @@ def norm(
         scales = _alloc_scales(scheme, tokens, hidden, x.device)
         args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
         if tokens == 0 and scheme.static:
+            assert scale is not None  # a static scheme has one (scheme_of checks)
             scales.copy_(scale.to(_F32).reshape(1))
     if spec.epsilon is None:
         args.append(float(epsilon))
@@ -282,6 +283,7 @@ def quant(
         amax = torch.zeros(1, dtype=torch.int32, device=x.device)  # f32 bits (absmax kernel)
         prologue = (x2, x2.stride(0), amax, hidden)
         if tokens == 0:  # the native's scale of an empty tensor: the floor
+            assert scales is not None  # allocated for every dynamic scheme
             scales.fill_(1.0 / (scheme.qmax * 512.0))
     args = [
         x2,
@@ -330,6 +332,7 @@ def silu(
     scales = _alloc_scales(scheme, tokens, d, x.device)
     args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
     if tokens == 0 and scheme.static:
+        assert scale is not None  # a static scheme has one (scheme_of checks)
         scales.copy_(scale.to(_F32).reshape(1))
     _launch(spec, tokens, *args, d)
     return out, scales
