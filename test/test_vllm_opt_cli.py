@@ -241,7 +241,8 @@ def test_missing_file_is_one_line(tmp_path: Path):
 
 def _valid_ir_files() -> list[Path]:
     """Test and example files that hold valid IR (not diagnostics tests)."""
-    files = sorted(FILECHECK_DIR.glob("*.mlir")) + sorted((ROOT / "examples").glob("*.mlir"))
+    examples = ROOT / "vllm_xdsl" / "examples"
+    files = sorted(FILECHECK_DIR.glob("*.mlir")) + sorted(examples.glob("*.mlir"))
     return [
         f
         for f in files

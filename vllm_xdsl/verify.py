@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--op", help="only this op")
     p.add_argument("--full", action="store_true", help="the whole grid of docs/OPS.md")
     p.add_argument("--device", choices=("cpu", "cuda"),
-                   default="cuda" if torch.cuda.is_available() else "cpu")
+                   default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="where the test inputs live (default: cuda if torch sees a GPU, else cpu)")
     a = p.parse_args(argv)
     if a.op is not None and a.op not in ops.ALL_OPS:
         p.error(f"unknown op {a.op!r} (known: {', '.join(ops.ALL_OPS)})")

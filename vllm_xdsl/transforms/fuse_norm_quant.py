@@ -295,8 +295,9 @@ class FuseNormQuantPass(ModulePass):
 
     name = "fuse-norm-quant"
 
-    # Also raise f16/bf16 residual adds (vLLM's unrounded semantics; see the module doc).
     raise_rounded_adds: bool = False
+    """Also fuse f16/bf16 residual adds into fused_add_rms_norm, which normalises the
+    unrounded sum (vLLM's semantics, not the rounded sum the source normalises)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         raise_adds = RaiseResidualAdd(self.raise_rounded_adds)

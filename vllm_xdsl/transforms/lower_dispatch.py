@@ -280,13 +280,20 @@ def lower_dispatch(
 
 @dataclass(frozen=True)
 class LowerDispatchPass(ModulePass):
-    """Choose an implementation for every vllm op and lower it (see module doc)."""
+    """Choose an implementation for every vllm op and lower it to that provider's ops."""
 
     name = "lower-dispatch"
 
     target: str | None = None
+    """cuda, rocm or cpu; unset: the module attribute `vllm.target`, else cuda."""
+
     priority: str | None = None
+    """Provider order per op, e.g. "rms_norm=triton,native;silu_and_mul=cuda!" or
+    "triton,native" for every op; `p!` forces p; unset: $VLLM_XDSL_PRIORITY, then the
+    target's default."""
+
     report: bool = False
+    """Print the dispatch report (chosen impl per op, rejected candidates) to stderr."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:

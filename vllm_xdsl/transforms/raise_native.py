@@ -83,10 +83,12 @@ def erase_dead_calls(module: ModuleOp) -> int:
 
 @dataclass(frozen=True)
 class RaiseNativePass(ModulePass):
+    """Raise the torch decompositions of RMSNorm, residual add, fp8 quant and SiLU-and-mul."""
+
     name = "raise-native"
 
     exact: bool = False
-    """Raise only forms that are bit-exact with the contract (see the module doc)."""
+    """Raise only forms that are bit-exact with the contract."""
 
     approx: bool = False
     """Also raise forms that round at another point than the contract (f16/bf16 residual
