@@ -202,8 +202,8 @@ def run_pipeline(
             result.skipped.append(name)
             continue
         owner = sys.modules.get(type(p).__module__)
-        if owner is not None and hasattr(owner, "LAST_REPORT"):
-            owner.LAST_REPORT = None  # so that a stale report is never shown
+        if owner is not None and "LAST_REPORT" in vars(owner):
+            vars(owner)["LAST_REPORT"] = None  # so that a stale report is never shown
         try:
             p.apply(ctx, module)
             module.verify()

@@ -19,7 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -30,7 +30,7 @@ from vllm_xdsl.ops.tolerance import contract_error, max_error
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         print(f"vllm_xdsl.verify: error: {message}", file=sys.stderr)
         sys.exit(2)
 
@@ -76,13 +76,14 @@ def check_case(op: ops.SemanticOp, fn: Any, case: Case) -> tuple[str | None, flo
     if len(actual) != len(expected):
         return f"{case.label}: {len(actual)} outputs, expected {len(expected)}", float("inf")
     worst = 0.0
-    for name, kind, a, e in zip(op.outputs, output_kinds(op.name, len(expected)), actual,
-                                expected, strict=True):
-        a = a.to(e.device)
-        worst = max(worst, max_error(a.float(), e.float()))
-        problem = contract_error(a, e, kind=kind)  # type: ignore[arg-type]
-        if problem is None and e.dim() == 2 and not e.is_contiguous() and a.stride() != e.stride():
-            problem = f"strides {a.stride()}, expected {e.stride()}"
+    for name, kind, a, want in zip(op.outputs, output_kinds(op.name, len(expected)), actual,
+                                   expected, strict=True):
+        a = a.to(want.device)
+        worst = max(worst, max_error(a.float(), want.float()))
+        problem = contract_error(a, want, kind=kind)
+        if (problem is None and want.dim() == 2 and not want.is_contiguous()
+                and a.stride() != want.stride()):
+            problem = f"strides {a.stride()}, expected {want.stride()}"
         if problem is not None:
             return f"{case.label}: {name}: {problem}", worst
     return None, worst

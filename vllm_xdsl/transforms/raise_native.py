@@ -52,7 +52,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
@@ -92,7 +96,7 @@ class RaiseNativePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact
-        patterns = [
+        patterns: list[RewritePattern] = [
             p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseSiluAndMul)
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

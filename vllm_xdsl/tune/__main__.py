@@ -21,14 +21,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from vllm_xdsl import user_cache
 from vllm_xdsl.tune import cache, tuner
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         print(f"vllm_xdsl.tune: error: {message}", file=sys.stderr)
         sys.exit(2)
 

@@ -79,9 +79,12 @@ def environment(target: str) -> dict[str, Any]:
     return env
 
 
+_DRIVER_VERSION = "_cuda_getDriverVersion"  # private torch API, absent from torch's stubs
+
+
 def _driver_version() -> str | None:
     with contextlib.suppress(Exception):
-        return str(torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
+        return str(getattr(torch._C, _DRIVER_VERSION)())
     return None
 
 
