@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from corpus import CASES, Row, Sites, measure
 from corpus.expected import EXPECTED
 from corpus.sites import op_kinds, raised_sites
