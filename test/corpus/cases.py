@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from corpus import ct, hf, vllm_forms
@@ -49,7 +51,7 @@ def _cases() -> dict[str, Case]:
     cases += [Case("ct", f"ct-{preset}-{mode}", dt, build_ct(preset, mode))
               for preset in ct.PRESETS for mode in ct.MODES for dt in CT_DTYPES
               if mode == "fused" or preset in CT_STOCK_PRESETS]
-    cases += [Case("vllm", form, dt, lambda d, f=form: vllm_forms.build_form(f, d))
+    cases += [Case("vllm", form, dt, functools.partial(vllm_forms.build_form, form))
               for form in vllm_forms.FORMS for dt in DTYPES]
     return {c.key: c for c in cases}
 

@@ -66,7 +66,9 @@ def _min_max(value: torch.Tensor, args: Any) -> tuple[torch.Tensor, torch.Tensor
     raise ValueError(f"corpus: no calibration for strategy {args.strategy}")
 
 
-def _quantized_linears(lm: nn.Module) -> list[tuple[str, nn.Linear]]:
+def _quantized_linears(lm: nn.Module) -> list[tuple[str, Any]]:
+    """(name, Linear) of the Linears compressed-tensors gave a scheme (its attributes
+    `quantization_scheme`, `weight_scale`, ... are dynamic: typed Any)."""
     return [(n, m) for n, m in lm.named_modules()
             if isinstance(m, nn.Linear) and getattr(m, "quantization_scheme", None) is not None]
 
@@ -96,7 +98,7 @@ def _calibrate(lm: nn.Module, ids: torch.Tensor) -> None:
             m.input_scale.copy_(scale.reshape(m.input_scale.shape))
 
 
-def _fused_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+def _fused_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     x = forward_quantize(self, x, "input", self.quantization_scheme.input_activations)
     return F.linear(x, self.weight, self.bias)
 

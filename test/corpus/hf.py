@@ -124,4 +124,5 @@ class CallCounter:
 
 
 def decoder_layers(lm: nn.Module) -> int:
-    return int(lm.config.num_hidden_layers)
+    config: Any = lm.config
+    return int(config.num_hidden_layers)

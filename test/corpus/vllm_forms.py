@@ -64,6 +64,9 @@ def act_and_mul(x: torch.Tensor, act: str) -> torch.Tensor:
 class QuantFP8(nn.Module):
     """QuantFP8.forward_native (input_quant_fp8.py) for one configuration."""
 
+    scale: torch.Tensor | None
+    scale_ub: torch.Tensor | None
+
     def __init__(self, kind: str) -> None:
         super().__init__()
         self.kind = kind
