@@ -17,6 +17,7 @@ from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
+from vllm_xdsl.transforms.dispatch_native_variant import quant_variant
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
 
 F32 = torch.float32
@@ -205,8 +206,11 @@ def quant(
     scheme: QuantScheme,
     scale: SSAValue | None,
     scale_ub: SSAValue | None,
+    zero_point: SSAValue | None = None,
 ) -> list[SSAValue]:
     """fused.quant_native: q, then the computed scales (none for a static scheme)."""
+    if not scheme.variant.is_default or zero_point is not None:
+        return quant_variant(b, x, scheme, scale, scale_ub, zero_point)
     if scheme.static:
         assert scale is not None
         return [static_fp8(b, x, scale, scheme.dtype) if scheme.is_fp8 else static_int8(b, x, scale)]
@@ -222,14 +226,16 @@ def quant(
 def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     scheme: QuantScheme = op.quant_scheme()  # type: ignore[attr-defined]
     scale = op.scale if scheme.static else None  # type: ignore[attr-defined]
-    return quant(b, op.x, scheme, scale, getattr(op, "scale_ub", None))  # type: ignore[attr-defined]
+    zp, ub = op.zero_point, getattr(op, "scale_ub", None)  # type: ignore[attr-defined]
+    return quant(b, op.x, scheme, scale, ub, zp)  # type: ignore[attr-defined]
 
 
 # --- fused ops: the composition of the unfused decompositions ------------------------------
 
 
 def _fused_quant(b: TorchBuilder, op: Operation, y: SSAValue) -> list[SSAValue]:
-    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub)  # type: ignore[attr-defined]
+    zp = op.zero_point  # type: ignore[attr-defined]
+    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub, zp)  # type: ignore[attr-defined]
 
 
 def rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:

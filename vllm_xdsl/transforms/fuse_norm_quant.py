@@ -135,10 +135,20 @@ class _Consumers:
                 assert isinstance(user, CallOp)
                 self.views.append(user)
                 self.collect(user.outputs[0], [*path, user], family)
-            elif use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme()):
+            elif (use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme())
+                  and _zero_point_fits(user, path)):
                 self.quants.append((user, path))  # type: ignore[arg-type]
             else:
                 self.blocked = True
+
+
+def _zero_point_fits(quant: Operation, path: list[CallOp]) -> bool:
+    """A per-token zero point is shaped like the quant's rows: only without a view between."""
+    zp = getattr(quant, "zero_point", None)
+    if zp is None or not path:
+        return True
+    shape = zp.type.get_shape() if isinstance(zp.type, TensorType) else None
+    return shape in ((), (1,))
 
 
 def _guarded(producer: IRDLOperation) -> bool:
@@ -202,8 +212,8 @@ class FuseQuantIntoProducer(RewritePattern):
         """Where the fused op that replaces residual_out may go: at the producer if the
         quant's scale operands are already defined there, else at the quant if every user
         of residual_out comes after it; None if neither."""
-        extras = [v for v in (getattr(quant, "scale", None), getattr(quant, "scale_ub", None))
-                  if v is not None]
+        extras = [v for v in (getattr(quant, "scale", None), getattr(quant, "scale_ub", None),
+                              getattr(quant, "zero_point", None)) if v is not None]
         if all(dominates(v, producer) for v in extras):
             return producer
         if all_before(quant, [u.operation for u in residual_out.uses]):
@@ -222,6 +232,7 @@ class FuseQuantIntoProducer(RewritePattern):
         }
         operands["scale"] = getattr(quant, "scale", None) if scheme.static else None
         operands["scale_ub"] = getattr(quant, "scale_ub", None)
+        operands["zero_point"] = getattr(quant, "zero_point", None)
         scales = getattr(quant, "scales", None)
         residual_out = getattr(producer, "residual_out", None)
         result_types = {

@@ -182,7 +182,7 @@ class RaiseFp8Quant(RewritePattern):
         if m.shape(s) == (1,) and m.dtype(s) in m.MANTISSA_BITS:  # static: reciprocal multiply
             if self.exact and not (exact and reciprocal):
                 return
-            rewriter.replace(op, StaticScaledFp8QuantOp(operands=[x, s], result_types=[q.type]))
+            rewriter.replace(op, StaticScaledFp8QuantOp(operands=[x, s, []], result_types=[q.type]))
             return
         # dynamic per token: the contract divides
         if self.exact and not (exact and not reciprocal):
@@ -193,7 +193,7 @@ class RaiseFp8Quant(RewritePattern):
         if source is not x:
             return
         new = DynamicPerTokenScaledFp8QuantOp.build(
-            operands=[x, [] if ub is None else [ub]], result_types=[q.type, s.type]
+            operands=[x, [] if ub is None else [ub], []], result_types=[q.type, s.type]
         )
         rewriter.replace(op, new, [new.results[0]])
         rewriter.replace_uses_with_if(s, new.results[1], lambda use: m.is_before(new, use.operation))

@@ -108,6 +108,8 @@ def native_arguments(op: Any, operand: Any, epsilon: Any) -> dict[str, Any]:
             args[name] = DEFAULT_GROUP_EPS if op.eps is None else op.eps.value.data
         elif name == "variance_size":
             args[name] = None if op.variance_size is None else op.variance_size.value.data
+        elif name == "variant":
+            args[name] = op.quant_scheme().variant.spelling()
         else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent
             value = getattr(op, name)
             args[name] = None if value is None else operand(value)

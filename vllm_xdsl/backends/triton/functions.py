@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton import launch as L
+from vllm_xdsl.ops.quant_variant import default_numerics_only
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
@@ -40,19 +41,28 @@ def fused_add_rms_norm(
     return out, residual_out
 
 
-def static_scaled_fp8_quant(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3) -> Tensor:
+def static_scaled_fp8_quant(
+    x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None,
+    variant: str = "",
+) -> Tensor:
+    default_numerics_only("static_scaled_fp8_quant", zero_point, variant)
     return L.quant(x, _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor"), scale)[0]
 
 
-def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = _E4M3) -> tuple[Tensor, Tensor]:
+def dynamic_scaled_fp8_quant(
+    x: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None, variant: str = ""
+) -> tuple[Tensor, Tensor]:
+    default_numerics_only("dynamic_scaled_fp8_quant", zero_point, variant)
     q, scale = L.quant(x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor"))
     assert scale is not None
     return q, scale
 
 
 def dynamic_per_token_scaled_fp8_quant(
-    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3
+    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3,
+    zero_point: Tensor | None = None, variant: str = "",
 ) -> tuple[Tensor, Tensor]:
+    default_numerics_only("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
     q, scales = L.quant(
         x, _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token"), None, scale_ub
     )
@@ -67,7 +77,10 @@ def per_token_group_fp8_quant(
     use_ue8m0: bool = False,
     eps: float = 1e-10,
     fp8_dtype: torch.dtype = _E4M3,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
+    default_numerics_only("per_token_group_fp8_quant", zero_point, variant)
     if group_size <= 0:
         raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
     scheme = _fp8(
@@ -85,11 +98,17 @@ def per_token_group_fp8_quant(
     return q, scales
 
 
-def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+def static_scaled_int8_quant(
+    x: Tensor, scale: Tensor, zero_point: Tensor | None = None, variant: str = ""
+) -> Tensor:
+    default_numerics_only("static_scaled_int8_quant", zero_point, variant)
     return L.quant(x, _INT8_STATIC, scale)[0]
 
 
-def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+def dynamic_per_token_scaled_int8_quant(
+    x: Tensor, zero_point: Tensor | None = None, variant: str = ""
+) -> tuple[Tensor, Tensor]:
+    default_numerics_only("dynamic_per_token_scaled_int8_quant", zero_point, variant)
     q, scales = L.quant(x, _INT8_TOKEN)
     assert scales is not None
     return q, scales
@@ -112,7 +131,10 @@ def rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
+    default_numerics_only("rms_norm_quant", zero_point, variant)
     scheme = L.fused_scheme(
         "rms_norm_quant",
         scale,
@@ -144,7 +166,10 @@ def fused_add_rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor, Tensor]:
+    default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
     scheme = L.fused_scheme(
         "fused_add_rms_norm_quant",
         scale,
@@ -173,7 +198,10 @@ def silu_and_mul_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
+    default_numerics_only("silu_and_mul_quant", zero_point, variant)
     scheme = L.fused_scheme(
         "silu_and_mul_quant",
         scale,
