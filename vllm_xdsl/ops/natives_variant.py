@@ -40,7 +40,7 @@ def dynamic_scale(xs: Tensor, scheme: QuantScheme, scale_ub: Tensor | None) -> T
     elif v.floor == "zero_eps":
         eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype, device=s.device).to(_F32)
         s = torch.where(s == 0, eps, s)
-    return s
+    return _rounded(s, v.scale_dtype)  # the floored scale is a scale-dtype value too
 
 
 def quantize_variant(

@@ -53,7 +53,7 @@ def _dynamic_scale(b: TorchBuilder, xs: SSAValue, scheme: QuantScheme,
         eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype).float().item()
         zero = b.call("aten::eq.Scalar", s, 0, dtype=torch.bool)
         s = b.call("aten::where.ScalarSelf", zero, eps, s, dtype=F32)
-    return s
+    return _rounded(b, s, v.scale_dtype)
 
 
 def quant_variant(
