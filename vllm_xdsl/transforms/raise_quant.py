@@ -166,7 +166,7 @@ def _grouped(xs: SSAValue) -> tuple[SSAValue, int] | None:
     op = m.call_of(v, "aten::view.default", "aten::reshape.default", "aten::unflatten.int",
                    "aten::_unsafe_view.default")
     src = None if op is None else m.arg(op, 0)
-    if not isinstance(src, SSAValue) or m.rank(v) != m.rank(src) + 1 or m.rank(src) < 1:
+    if not isinstance(src, SSAValue) or m.rank(v) < 3 or m.rank(src) < 1:
         return None
     vs, ss = m.shape(v), m.shape(src)
     assert vs is not None and ss is not None
