@@ -257,19 +257,71 @@ def test_native_lowering_of_variants_is_bitwise(name: str) -> None:
 # --- kernels of the default numerics reject variants ----------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["triton", "cuda"])
-def test_kernels_reject_variants(provider: str) -> None:
+def test_cuda_kernels_reject_variants() -> None:
     from vllm_xdsl.backends.cuda import register as cuda_register
+
+    base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "scale": TensorMeta(F32, (1,), "cuda"),
+            "fp8_dtype": E4M3}
+
+    def check(**a: object) -> bool | str:
+        return cuda_register.supports_args("cuda", "static_scaled_fp8_quant", **base, **a)
+
+    assert check(zero_point=None, variant="") is True
+    assert check(zero_point=None, variant="div quotient bf16") == (
+        "the cuda kernels compute the default quant numerics, not quant variant "
+        "'div quotient bf16'")
+    why = check(zero_point=base["scale"], variant="")
+    assert isinstance(why, str) and "not a zero point" in why
+
+
+def test_triton_kernels_take_scaling_and_quotient_variants_only() -> None:
     from vllm_xdsl.backends.triton import register as triton_register
 
-    x = TensorMeta(BF16, (7, 64), "cuda")
-    s = TensorMeta(F32, (1,), "cuda")
-    check = (triton_register.supports_args if provider == "triton"
-             else lambda op, **a: cuda_register.supports_args("cuda", op, **a))
-    base = {"x": x, "scale": s, "fp8_dtype": E4M3}
-    assert check("static_scaled_fp8_quant", **base, zero_point=None, variant="") is True
-    why = check("static_scaled_fp8_quant", **base, zero_point=None, variant="div quotient bf16")
-    assert why == f"the {provider} kernels compute the default quant numerics, not quant " \
-                  "variant 'div quotient bf16'"
-    why = check("static_scaled_fp8_quant", **base, zero_point=s, variant="")
-    assert isinstance(why, str) and "not a zero point" in why
+    base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "fp8_dtype": E4M3, "scale_ub": None}
+
+    def check(**a: object) -> bool | str:
+        return triton_register.supports_args("dynamic_per_token_scaled_fp8_quant", **base, **a)
+
+    assert check(zero_point=None, variant="recip quotient bf16") is True
+    assert check(zero_point=None, variant="scale bf16 zero_eps 0.0078125") == (
+        "the triton kernels implement quant variant fields scaling, quotient_dtype only, not "
+        "scale_dtype, floor (variant 'scale bf16 zero_eps 0.0078125')")
+    assert check(zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") == \
+        "the triton kernels have no zero point"
+
+
+TRITON_VARIANTS = ["div", "recip", "div quotient bf16", "quotient f16", "recip quotient bf16"]
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16, F32])
+@pytest.mark.parametrize("variant", TRITON_VARIANTS)
+def test_triton_variants_match_the_native(variant: str, dtype: torch.dtype,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interpreted Triton kernels vs the native, bit for bit (unfused and fused quants)."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from vllm_xdsl.backends.triton import functions as T
+    from vllm_xdsl.ops import fused as F
+
+    x, s, w = _x((7, 64), dtype, seed=3), torch.tensor([0.013]), torch.rand(64).to(dtype)
+    _same(T.static_scaled_fp8_quant(x, s, variant=variant),
+          N.static_scaled_fp8_quant(x, s, variant=variant))
+    _same(T.static_scaled_int8_quant(x, s, variant=variant),
+          N.static_scaled_int8_quant(x, s, variant=variant))
+    for name in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
+                 "dynamic_scaled_fp8_quant"):
+        got, want = getattr(T, name)(x, variant=variant), getattr(N, name)(x, variant=variant)
+        _same(got[0], want[0])
+        _same(got[1], want[1])
+    got = T.per_token_group_fp8_quant(x, 16, True, True, variant=variant)
+    want = N.per_token_group_fp8_quant(x, 16, True, True, variant=variant)
+    _same(got[0], want[0])
+    _same(got[1], want[1])
+    args = (s, None, E4M3, True, "tensor")
+    _same(T.rms_norm_quant(x, w, 1e-6, *args, variant=variant)[0],
+          F.rms_norm_quant(x, w, 1e-6, *args, variant=variant)[0])
+    args = (None, None, E4M3, False, "token")  # the f32 norm's scales may be an ulp off: q only
+    _same(T.rms_norm_quant(x, w, 1e-6, *args, variant=variant)[0],
+          F.rms_norm_quant(x, w, 1e-6, *args, variant=variant)[0])
+    _same(T.silu_and_mul_quant(x, s, None, E4M3, True, "tensor", variant=variant)[0],
+          F.silu_and_mul_quant(x, s, None, E4M3, True, "tensor", variant=variant)[0])

@@ -142,3 +142,25 @@ def default_numerics_only(op: str, zero_point: object, variant: str) -> None:
     if variant or zero_point is not None:
         what = f"quant variant {variant!r}" if variant else "a zero point"
         raise ValueError(f"{op}: this kernel computes the default quant numerics, not {what}")
+
+
+# The fields a kernel of the epilogue family implements besides the default (Triton).
+EPILOGUE_FIELDS = ("scaling", "quotient_dtype")
+
+
+def variant_problem_beyond(args: dict[str, Any], provider: str,
+                           supported: tuple[str, ...]) -> str | None:
+    """Like variant_problem, for kernels that implement the variant fields `supported`."""
+    variant = args.get("variant") or ""
+    if args.get("zero_point") is not None:
+        return f"the {provider} kernels have no zero point"
+    try:
+        v = parse_variant(variant)
+    except ValueError as e:
+        return str(e)
+    extra = [f for f in ("scaling", "quotient_dtype", "scale_dtype", "floor", "scale_range")
+             if f not in supported and getattr(v, f) != getattr(DEFAULT_VARIANT, f)]
+    if extra:
+        return (f"the {provider} kernels implement quant variant fields {', '.join(supported)}"
+                f" only, not {', '.join(extra)} (variant {variant!r})")
+    return None

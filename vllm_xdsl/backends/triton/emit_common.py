@@ -158,6 +158,8 @@ def scheme_text(s: QuantScheme) -> str:
     kind = "static" if s.static else "dynamic"
     where = {"tensor": "per tensor", "token": "per token", "group": f"per group of {s.group_size}"}
     text = f"{str(s.dtype).removeprefix('torch.')}, {kind} {where[s.granularity]}"
+    if not s.variant.is_default:
+        text += f", variant {s.variant.spelling()!r}"
     if s.granularity == "group":
         text += ", column-major scales" if s.column_major_scales else ", row-major scales"
         text += ", ue8m0" if s.use_ue8m0 else ""
@@ -243,10 +245,10 @@ def quant_epilogue(
                 "if row == 0:",
                 "    tl.store(scales_ptr, scale)",
             )
-        if scheme.is_fp8:
+        if scheme.scaling == "recip":
             k.add("q = y * tl.div_rn(1.0, scale)")
         else:
-            _divide(k, "scale", saturate)
+            _divide(k, "scale", saturate if scheme.static else None)
     elif scheme.granularity == "token":
         k.add(f"amax = {absmax('y', 0)}")
         if scheme.is_fp8:
@@ -258,14 +260,20 @@ def quant_epilogue(
                 "tl.store(scales_ptr + row, scale)",
             )
             # Without an upper bound |y| <= amax, so |y / scale| <= FMAX already.
-            _divide(k, "scale", saturate if has_scale_ub else None)
+            if scheme.scaling == "recip":
+                k.add("q = y * tl.div_rn(1.0, scale)")
+            else:
+                _divide(k, "scale", saturate if has_scale_ub else None)
         else:  # an all-zero row has scale 0 and q 0: divide its zeros by 1, not 0
             k.add(
                 f"scale = tl.div_rn(amax, {qmax})",
                 "tl.store(scales_ptr + row, scale)",
                 "divisor = tl.where(scale == 0.0, 1.0, scale)",
             )
-            _divide(k, "divisor", None)
+            if scheme.scaling == "recip":
+                k.add("q = y * tl.div_rn(1.0, divisor)")
+            else:
+                _divide(k, "divisor", None)
     else:
         g = scheme.group_size
         k.add(
@@ -279,7 +287,13 @@ def quant_epilogue(
             "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
             f"scale, mask=groups < {n} // {g})",
         )
-        _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
+        if scheme.scaling == "recip":
+            k.add("q = y * tl.div_rn(1.0, scale)[:, None]")
+        else:
+            _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
+    qd = scheme.variant.quotient_dtype
+    if qd != torch.float32:  # the quotient variant: rounded before the clamp (OPS.md)
+        k.add(f"q = {round_to('q', qd, hw)}")
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = {clamp('q', lo, qmax)}")
     if scheme.is_fp8 and hw and scheme.dtype in HW_FP8:

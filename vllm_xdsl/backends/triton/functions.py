@@ -10,12 +10,29 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton import launch as L
-from vllm_xdsl.ops.quant_variant import default_numerics_only
+from vllm_xdsl.ops.quant_variant import (
+    DEFAULT_VARIANT,
+    EPILOGUE_FIELDS,
+    QuantVariant,
+    parse_variant,
+    variant_problem_beyond,
+)
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
 _INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
 _INT8_TOKEN = QuantScheme(torch.int8, False, "token")
+
+
+def _variant(op: str, zero_point: Tensor | None, variant: str) -> QuantVariant:
+    """The variant, if the kernels implement it (the same check as supports_args)."""
+    if not variant and zero_point is None:
+        return DEFAULT_VARIANT
+    problem = variant_problem_beyond(
+        {"variant": variant, "zero_point": zero_point}, "triton", EPILOGUE_FIELDS)
+    if problem is not None:
+        raise ValueError(f"{op}: {problem}")
+    return parse_variant(variant)
 
 
 @lru_cache(maxsize=256)
@@ -45,15 +62,17 @@ def static_scaled_fp8_quant(
     x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None,
     variant: str = "",
 ) -> Tensor:
-    default_numerics_only("static_scaled_fp8_quant", zero_point, variant)
-    return L.quant(x, _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor"), scale)[0]
+    v = _variant("static_scaled_fp8_quant", zero_point, variant)
+    scheme = _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor", 0, False, False, 1e-10, v)
+    return L.quant(x, scheme, scale)[0]
 
 
 def dynamic_scaled_fp8_quant(
     x: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None, variant: str = ""
 ) -> tuple[Tensor, Tensor]:
-    default_numerics_only("dynamic_scaled_fp8_quant", zero_point, variant)
-    q, scale = L.quant(x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor"))
+    v = _variant("dynamic_scaled_fp8_quant", zero_point, variant)
+    q, scale = L.quant(
+        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, 1e-10, v))
     assert scale is not None
     return q, scale
 
@@ -62,10 +81,10 @@ def dynamic_per_token_scaled_fp8_quant(
     x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3,
     zero_point: Tensor | None = None, variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    default_numerics_only("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
-    q, scales = L.quant(
-        x, _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token"), None, scale_ub
-    )
+    v = _variant("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
+    scheme = _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token", 0, False,
+                  False, 1e-10, v)
+    q, scales = L.quant(x, scheme, None, scale_ub)
     assert scales is not None
     return q, scales
 
@@ -80,7 +99,7 @@ def per_token_group_fp8_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    default_numerics_only("per_token_group_fp8_quant", zero_point, variant)
+    v = _variant("per_token_group_fp8_quant", zero_point, variant)
     if group_size <= 0:
         raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
     scheme = _fp8(
@@ -92,6 +111,7 @@ def per_token_group_fp8_quant(
         column_major_scales,
         use_ue8m0,
         eps,
+        v,
     )
     q, scales = L.quant(x, scheme)
     assert scales is not None
@@ -101,15 +121,17 @@ def per_token_group_fp8_quant(
 def static_scaled_int8_quant(
     x: Tensor, scale: Tensor, zero_point: Tensor | None = None, variant: str = ""
 ) -> Tensor:
-    default_numerics_only("static_scaled_int8_quant", zero_point, variant)
-    return L.quant(x, _INT8_STATIC, scale)[0]
+    v = _variant("static_scaled_int8_quant", zero_point, variant)
+    scheme = _INT8_STATIC if v.is_default else QuantScheme(torch.int8, True, "tensor", variant=v)
+    return L.quant(x, scheme, scale)[0]
 
 
 def dynamic_per_token_scaled_int8_quant(
     x: Tensor, zero_point: Tensor | None = None, variant: str = ""
 ) -> tuple[Tensor, Tensor]:
-    default_numerics_only("dynamic_per_token_scaled_int8_quant", zero_point, variant)
-    q, scales = L.quant(x, _INT8_TOKEN)
+    v = _variant("dynamic_per_token_scaled_int8_quant", zero_point, variant)
+    scheme = _INT8_TOKEN if v.is_default else QuantScheme(torch.int8, False, "token", variant=v)
+    q, scales = L.quant(x, scheme)
     assert scales is not None
     return q, scales
 
@@ -134,7 +156,7 @@ def rms_norm_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    default_numerics_only("rms_norm_quant", zero_point, variant)
+    _variant("rms_norm_quant", zero_point, variant)
     scheme = L.fused_scheme(
         "rms_norm_quant",
         scale,
@@ -146,6 +168,7 @@ def rms_norm_quant(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
     _check_groups("rms_norm_quant", x, scheme)
     q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub)
@@ -169,7 +192,7 @@ def fused_add_rms_norm_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor, Tensor]:
-    default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
+    _variant("fused_add_rms_norm_quant", zero_point, variant)
     scheme = L.fused_scheme(
         "fused_add_rms_norm_quant",
         scale,
@@ -181,6 +204,7 @@ def fused_add_rms_norm_quant(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
     q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub)
@@ -201,7 +225,7 @@ def silu_and_mul_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    default_numerics_only("silu_and_mul_quant", zero_point, variant)
+    _variant("silu_and_mul_quant", zero_point, variant)
     scheme = L.fused_scheme(
         "silu_and_mul_quant",
         scale,
@@ -213,6 +237,7 @@ def silu_and_mul_quant(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
     q, scales = L.silu(x, scheme, scale, scale_ub)
     return q, scales

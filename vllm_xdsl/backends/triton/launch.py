@@ -359,6 +359,7 @@ def fused_scheme(
     column_major_scales: bool,
     use_ue8m0: bool,
     group_eps: float,
+    variant: str = "",
 ) -> QuantScheme:
     """The validated scheme of a fused op's arguments (the native's checks and messages)."""
     return _fused_scheme(
@@ -372,6 +373,7 @@ def fused_scheme(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
 
 

@@ -24,6 +24,7 @@ kernel serves every shape whose row fits in `block_size`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -201,6 +202,8 @@ def scheme_tag(s: QuantScheme) -> str:
         if s.use_ue8m0:
             tag += "_ue8m0"
         tag += "_geps" + repr(s.group_eps).replace(".", "p").replace("-", "m")
+    if not s.variant.is_default:
+        tag += "_" + re.sub(r"[^0-9a-z]+", "_", s.variant.spelling().replace(".", "p"))
     return tag
 
 
