@@ -274,20 +274,23 @@ def test_cuda_kernels_reject_variants() -> None:
     assert isinstance(why, str) and "not a zero point" in why
 
 
-def test_triton_kernels_take_scaling_and_quotient_variants_only() -> None:
+def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
     from vllm_xdsl.backends.triton import register as triton_register
 
-    base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "fp8_dtype": E4M3, "scale_ub": None}
+    base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "fp8_dtype": E4M3}
 
-    def check(**a: object) -> bool | str:
-        return triton_register.supports_args("dynamic_per_token_scaled_fp8_quant", **base, **a)
+    def check(op: str, **a: object) -> bool | str:
+        return triton_register.supports_args(op, **base, **a)
 
-    assert check(zero_point=None, variant="recip quotient bf16") is True
-    assert check(zero_point=None, variant="scale bf16 zero_eps 0.0078125") == (
+    token = "dynamic_per_token_scaled_fp8_quant"
+    assert check(token, scale_ub=None, zero_point=None, variant="recip quotient bf16") is True
+    assert check(token, scale_ub=None, zero_point=None, variant=CT_TOKEN) is True
+    # Per tensor: an absmax kernel, then the quant; its scale has the default computation.
+    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) == (
         "the triton kernels implement quant variant fields scaling, quotient_dtype only, not "
-        "scale_dtype, floor (variant 'scale bf16 zero_eps 0.0078125')")
-    assert check(zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") == \
-        "the triton kernels have no zero point"
+        f"scale_dtype, floor (variant {CT_TOKEN!r})")
+    assert check(token, scale_ub=None, zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") \
+        == "the triton kernels have no zero point"
 
 
 TRITON_VARIANTS = ["div", "recip", "div quotient bf16", "quotient f16", "recip quotient bf16"]
@@ -325,3 +328,47 @@ def test_triton_variants_match_the_native(variant: str, dtype: torch.dtype,
           F.rms_norm_quant(x, w, 1e-6, *args, variant=variant)[0])
     _same(T.silu_and_mul_quant(x, s, None, E4M3, True, "tensor", variant=variant)[0],
           F.silu_and_mul_quant(x, s, None, E4M3, True, "tensor", variant=variant)[0])
+
+
+CT_TOKEN = f"quotient bf16 scale bf16 zero_eps {CT_EPS}"
+TRITON_SCALE_VARIANTS = [CT_TOKEN, CT_TOKEN + " range 127.5", "scale f16 zero_eps 1e-06",
+                         "min_scale", "recip min_scale quotient f16", "scale bf16"]
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16, F32])
+@pytest.mark.parametrize("variant", TRITON_SCALE_VARIANTS)
+def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-token and per-group scales of a variant (scale dtype, floors, range), interpreted
+    Triton vs the native, bit for bit; per tensor is rejected by name."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from vllm_xdsl.backends.triton import functions as T
+    from vllm_xdsl.backends.triton import register as triton_register
+    from vllm_xdsl.ops import fused as F
+
+    x, w = _x((7, 64), dtype, seed=5), torch.rand(64).to(dtype)
+    names = ["per_token_group_fp8_quant"] if "range" not in variant else []
+    if variant != "min_scale" and "min_scale" not in variant:
+        names += ["dynamic_per_token_scaled_fp8_quant"]
+        if "quotient f16" not in variant:
+            names += ["dynamic_per_token_scaled_int8_quant"]
+    for name in names:
+        if name == "per_token_group_fp8_quant":
+            got = T.per_token_group_fp8_quant(x, 16, True, True, variant=variant)
+            want = N.per_token_group_fp8_quant(x, 16, True, True, variant=variant)
+        else:
+            got, want = getattr(T, name)(x, variant=variant), getattr(N, name)(x, variant=variant)
+        _same(got[0], want[0])
+        _same(got[1], want[1])
+        assert got[1].stride() == want[1].stride()
+    if "dynamic_per_token_scaled_fp8_quant" in names:
+        args = (None, None, E4M3, False, "token")
+        got = T.rms_norm_quant(x, w, 1e-6, *args, variant=variant)
+        want = F.rms_norm_quant(x, w, 1e-6, *args, variant=variant)
+        _same(got[0], want[0])
+        if dtype != F32:  # the f32 norm may differ by an ulp, and its scale with it
+            _same(got[1], want[1])
+    meta = {"x": TensorMeta(dtype, (7, 64), "cpu"), "fp8_dtype": E4M3, "zero_point": None}
+    why = triton_register.supports_args("dynamic_scaled_fp8_quant", **meta, variant=variant)
+    assert isinstance(why, str) and "implement quant variant fields" in why

@@ -144,8 +144,9 @@ def default_numerics_only(op: str, zero_point: object, variant: str) -> None:
         raise ValueError(f"{op}: this kernel computes the default quant numerics, not {what}")
 
 
-# The fields a kernel of the epilogue family implements besides the default (Triton).
+# The fields the Triton kernels implement: every scheme; per-token and per-group scales.
 EPILOGUE_FIELDS = ("scaling", "quotient_dtype")
+SCALE_FIELDS = ("scale_dtype", "floor", "scale_range")
 
 
 def variant_problem_beyond(args: dict[str, Any], provider: str,

@@ -208,6 +208,31 @@ def _divide(k: KernelText, d: str, bound: float | None, groups: bool = False) ->
     )
 
 
+def _scale_variant(scheme: QuantScheme) -> bool:
+    """A dynamic scale computed otherwise than the OPS.md row (scale dtype, floor, range)."""
+    v = scheme.variant
+    return bool(v.floor or v.scale_range or v.scale_dtype != torch.float32)
+
+
+def _variant_scale(k: KernelText, scheme: QuantScheme, amax: str, hw: bool) -> None:
+    """`scale` as natives_variant.dynamic_scale computes it from the absmax (per token:
+    a scalar; per group: a [groups] vector)."""
+    v = scheme.variant
+    if scheme.granularity == "group" and not v.floor:
+        amax = f"_max_nan({amax}, {flt(scheme.group_eps)})"
+    divided = f"tl.div_rn({amax}, {flt(v.scale_range or scheme.qmax)})"
+    k.add(f"scale = {round_to(divided, v.scale_dtype, hw)}")
+    if scheme.use_ue8m0:
+        k.add("scale = _pow2_ceil(scale)")
+    token_fp8 = scheme.is_fp8 and scheme.granularity == "token"
+    if v.floor == "min_scale" or (not v.floor and token_fp8):
+        k.add(f"scale = _max_nan(scale, {flt(1.0 / (scheme.qmax * 512))})")
+    elif v.floor == "zero_eps":
+        eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()  # eps as sd holds it
+        k.add(f"scale = tl.where(scale == 0.0, {flt(eps)}, scale)")
+    k.add(f"scale = {round_to('scale', v.scale_dtype, hw)}")
+
+
 def quant_epilogue(
     k: KernelText,
     scheme: QuantScheme,
@@ -249,6 +274,21 @@ def quant_epilogue(
             k.add("q = y * tl.div_rn(1.0, scale)")
         else:
             _divide(k, "scale", saturate if scheme.static else None)
+    elif scheme.granularity == "token" and _scale_variant(scheme):
+        k.add(f"amax = {absmax('y', 0)}")
+        if has_scale_ub:
+            k.add("amax = tl.minimum(amax, tl.load(scale_ub_ptr).to(tl.float32), "
+                  f"{KEEP_NAN})")
+        _variant_scale(k, scheme, "amax", hw)
+        k.add("tl.store(scales_ptr + row, scale)")
+        d = "scale"
+        if scheme.dtype == torch.int8 and not scheme.variant.floor:
+            k.add("divisor = tl.where(scale == 0.0, 1.0, scale)")  # a zero row: q = 0
+            d = "divisor"
+        if scheme.scaling == "recip":
+            k.add(f"q = y * tl.div_rn(1.0, {d})")
+        else:
+            _divide(k, d, saturate if has_scale_ub else None)
     elif scheme.granularity == "token":
         k.add(f"amax = {absmax('y', 0)}")
         if scheme.is_fp8:
@@ -276,11 +316,14 @@ def quant_epilogue(
                 _divide(k, "divisor", None)
     else:
         g = scheme.group_size
-        k.add(
-            f"scale = tl.div_rn(_max_nan({absmax('y', 1)}, {flt(scheme.group_eps)}), {qmax})"
-        )
-        if scheme.use_ue8m0:
-            k.add("scale = _pow2_ceil(scale)")
+        if _scale_variant(scheme):
+            _variant_scale(k, scheme, absmax("y", 1), hw)
+        else:
+            k.add(
+                f"scale = tl.div_rn(_max_nan({absmax('y', 1)}, {flt(scheme.group_eps)}), {qmax})"
+            )
+            if scheme.use_ue8m0:
+                k.add("scale = _pow2_ceil(scale)")
         base = f"tile * (BLOCK // {g}) + " if tiled else ""
         k.add(
             f"groups = {base}tl.arange(0, BLOCK // {g})",

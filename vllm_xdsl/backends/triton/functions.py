@@ -10,9 +10,9 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton import launch as L
+from vllm_xdsl.backends.triton.register import fields_of
 from vllm_xdsl.ops.quant_variant import (
     DEFAULT_VARIANT,
-    EPILOGUE_FIELDS,
     QuantVariant,
     parse_variant,
     variant_problem_beyond,
@@ -24,12 +24,12 @@ _INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
 _INT8_TOKEN = QuantScheme(torch.int8, False, "token")
 
 
-def _variant(op: str, zero_point: Tensor | None, variant: str) -> QuantVariant:
+def _variant(op: str, zero_point: Tensor | None, variant: str, **scheme: object) -> QuantVariant:
     """The variant, if the kernels implement it (the same check as supports_args)."""
     if not variant and zero_point is None:
         return DEFAULT_VARIANT
-    problem = variant_problem_beyond(
-        {"variant": variant, "zero_point": zero_point}, "triton", EPILOGUE_FIELDS)
+    args = {"variant": variant, "zero_point": zero_point, **scheme}
+    problem = variant_problem_beyond(args, "triton", fields_of(op, args))
     if problem is not None:
         raise ValueError(f"{op}: {problem}")
     return parse_variant(variant)
@@ -156,7 +156,7 @@ def rms_norm_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    _variant("rms_norm_quant", zero_point, variant)
+    _variant("rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
     scheme = L.fused_scheme(
         "rms_norm_quant",
         scale,
@@ -192,7 +192,7 @@ def fused_add_rms_norm_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor, Tensor]:
-    _variant("fused_add_rms_norm_quant", zero_point, variant)
+    _variant("fused_add_rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
     scheme = L.fused_scheme(
         "fused_add_rms_norm_quant",
         scale,
@@ -225,7 +225,7 @@ def silu_and_mul_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    _variant("silu_and_mul_quant", zero_point, variant)
+    _variant("silu_and_mul_quant", zero_point, variant, static=static, granularity=granularity)
     scheme = L.fused_scheme(
         "silu_and_mul_quant",
         scale,

@@ -179,12 +179,13 @@ def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
     if scheme.static or scheme.granularity == "tensor":
         return torch.empty(1, dtype=_F32, device=device)
+    sd = scheme.variant.scale_dtype  # f32 unless a variant rounds the scales
     if scheme.granularity == "token":
-        return torch.empty(tokens, 1, dtype=_F32, device=device)
+        return torch.empty(tokens, 1, dtype=sd, device=device)
     groups = width // scheme.group_size
     if scheme.column_major_scales:  # shape [T, G], storage [G, T], as the native
-        return torch.empty(groups, tokens, dtype=_F32, device=device).t()
-    return torch.empty(tokens, groups, dtype=_F32, device=device)
+        return torch.empty(groups, tokens, dtype=sd, device=device).t()
+    return torch.empty(tokens, groups, dtype=sd, device=device)
 
 
 def _quant_args(
