@@ -275,6 +275,7 @@ def test_cuda_kernels_reject_variants() -> None:
 
 
 def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
+    """Triton runs every variant but per-tensor scale variants: those are rejected by name."""
     from vllm_xdsl.backends.triton import register as triton_register
 
     base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "fp8_dtype": E4M3}
@@ -287,10 +288,11 @@ def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
     assert check(token, scale_ub=None, zero_point=None, variant=CT_TOKEN) is True
     # Per tensor: an absmax kernel, then the quant; its scale has the default computation.
     assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) == (
-        "the triton kernels implement quant variant fields scaling, quotient_dtype only, not "
+        "the triton kernels implement quant variant fields scaling, quotient_dtype, zero_point "
+        "only, not "
         f"scale_dtype, floor (variant {CT_TOKEN!r})")
     assert check(token, scale_ub=None, zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") \
-        == "the triton kernels have no zero point"
+        is True
 
 
 TRITON_VARIANTS = ["div", "recip", "div quotient bf16", "quotient f16", "recip quotient bf16"]
@@ -372,3 +374,43 @@ def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype
     meta = {"x": TensorMeta(dtype, (7, 64), "cpu"), "fp8_dtype": E4M3, "zero_point": None}
     why = triton_register.supports_args("dynamic_scaled_fp8_quant", **meta, variant=variant)
     assert isinstance(why, str) and "implement quant variant fields" in why
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "3d"])
+@pytest.mark.parametrize("dtype", [BF16, F16, F32])
+def test_triton_zero_points_match_the_native(dtype: torch.dtype, shape: tuple[int, ...],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """compressed-tensors' variants with their runtime zero points, per tensor and per token:
+    interpreted Triton vs the native, bit for bit, unfused and fused."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from vllm_xdsl.backends.triton import functions as T
+    from vllm_xdsl.ops import fused as F
+
+    x, w = _x(shape, dtype, seed=7), torch.rand(64).to(dtype)
+    s = torch.tensor([0.013], dtype=BF16)
+    zt = torch.tensor([2.0], dtype=BF16)
+    zk = (torch.randn(*shape[:-1], 1, generator=torch.Generator().manual_seed(1)) * 3).round() \
+        .to(BF16)
+    int8_token = CT_TOKEN + " range 127.5"
+    _same(T.static_scaled_fp8_quant(x, s, E4M3, zt, "div quotient bf16"),
+          N.static_scaled_fp8_quant(x, s, E4M3, zt, "div quotient bf16"))
+    _same(T.static_scaled_int8_quant(x, s, zt, "quotient bf16"),
+          N.static_scaled_int8_quant(x, s, zt, "quotient bf16"))
+    for got, want in (
+        (T.dynamic_per_token_scaled_fp8_quant(x, None, E4M3, zk, CT_TOKEN),
+         N.dynamic_per_token_scaled_fp8_quant(x, None, E4M3, zk, CT_TOKEN)),
+        (T.dynamic_per_token_scaled_int8_quant(x, zk, int8_token),
+         N.dynamic_per_token_scaled_int8_quant(x, zk, int8_token)),
+    ):
+        _same(got[0], want[0])
+        _same(got[1], want[1])
+    args = (s, None, E4M3, True, "tensor", 0, False, False, 1e-10, zt, "div quotient bf16")
+    _same(T.rms_norm_quant(x, w, 1e-6, *args)[0], F.rms_norm_quant(x, w, 1e-6, *args)[0])
+    args = (None, None, torch.int8, False, "token", 0, False, False, 1e-10, zk, int8_token)
+    _same(T.rms_norm_quant(x, w, 1e-6, *args)[0], F.rms_norm_quant(x, w, 1e-6, *args)[0])
+    r = torch.randn(shape).to(dtype)
+    got = T.fused_add_rms_norm_quant(x, r, w, 1e-6, *args)
+    want = F.fused_add_rms_norm_quant(x, r, w, 1e-6, *args)
+    _same(got[0], want[0])
+    _same(got[1], want[1])

@@ -145,7 +145,7 @@ def default_numerics_only(op: str, zero_point: object, variant: str) -> None:
 
 
 # The fields the Triton kernels implement: every scheme; per-token and per-group scales.
-EPILOGUE_FIELDS = ("scaling", "quotient_dtype")
+EPILOGUE_FIELDS = ("scaling", "quotient_dtype", "zero_point")
 SCALE_FIELDS = ("scale_dtype", "floor", "scale_range")
 
 
@@ -153,7 +153,7 @@ def variant_problem_beyond(args: dict[str, Any], provider: str,
                            supported: tuple[str, ...]) -> str | None:
     """Like variant_problem, for kernels that implement the variant fields `supported`."""
     variant = args.get("variant") or ""
-    if args.get("zero_point") is not None:
+    if args.get("zero_point") is not None and "zero_point" not in supported:
         return f"the {provider} kernels have no zero point"
     try:
         v = parse_variant(variant)

@@ -167,8 +167,14 @@ def scheme_text(s: QuantScheme) -> str:
     return text
 
 
-def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[str]:
+def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool,
+                 zero_point: str | None = None) -> list[str]:
     """Kernel parameters of the quant epilogue (after q_ptr, q_row_stride)."""
+    zp = {None: [], "tensor": ["zp_ptr"], "token": ["zp_ptr", "zp_row_stride"]}[zero_point]
+    return _scale_params(scheme, has_scale_ub, fused) + zp
+
+
+def _scale_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[str]:
     if scheme.static:
         return ["scale_ptr", "scales_ptr"] if fused else ["scale_ptr"]
     if scheme.granularity == "tensor":
@@ -241,6 +247,7 @@ def quant_epilogue(
     n: str,
     tiled: bool = False,
     hw: bool = False,
+    zero_point: str | None = None,
 ) -> None:
     """Quantize `y` (f32, values exact in the activation dtype) and store q.
 
@@ -337,6 +344,10 @@ def quant_epilogue(
     qd = scheme.variant.quotient_dtype
     if qd != torch.float32:  # the quotient variant: rounded before the clamp (OPS.md)
         k.add(f"q = {round_to('q', qd, hw)}")
+    if zero_point is not None:  # added in the quotient dtype, as zp.to(qd) holds it
+        at = "zp_ptr" if zero_point == "tensor" else "zp_ptr + row * zp_row_stride"
+        zp = round_to(f"tl.load({at}).to(tl.float32)", qd, hw)
+        k.add(f"q = {round_to(f'q + {zp}', qd, hw)}")
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = {clamp('q', lo, qmax)}")
     if scheme.is_fp8 and hw and scheme.dtype in HW_FP8:

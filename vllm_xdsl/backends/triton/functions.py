@@ -64,7 +64,7 @@ def static_scaled_fp8_quant(
 ) -> Tensor:
     v = _variant("static_scaled_fp8_quant", zero_point, variant)
     scheme = _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor", 0, False, False, 1e-10, v)
-    return L.quant(x, scheme, scale)[0]
+    return L.quant(x, scheme, scale, zero_point=zero_point)[0]
 
 
 def dynamic_scaled_fp8_quant(
@@ -72,7 +72,8 @@ def dynamic_scaled_fp8_quant(
 ) -> tuple[Tensor, Tensor]:
     v = _variant("dynamic_scaled_fp8_quant", zero_point, variant)
     q, scale = L.quant(
-        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, 1e-10, v))
+        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, 1e-10, v),
+        zero_point=zero_point)
     assert scale is not None
     return q, scale
 
@@ -84,7 +85,7 @@ def dynamic_per_token_scaled_fp8_quant(
     v = _variant("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
     scheme = _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token", 0, False,
                   False, 1e-10, v)
-    q, scales = L.quant(x, scheme, None, scale_ub)
+    q, scales = L.quant(x, scheme, None, scale_ub, zero_point=zero_point)
     assert scales is not None
     return q, scales
 
@@ -113,7 +114,7 @@ def per_token_group_fp8_quant(
         eps,
         v,
     )
-    q, scales = L.quant(x, scheme)
+    q, scales = L.quant(x, scheme, zero_point=zero_point)
     assert scales is not None
     return q, scales
 
@@ -123,7 +124,7 @@ def static_scaled_int8_quant(
 ) -> Tensor:
     v = _variant("static_scaled_int8_quant", zero_point, variant)
     scheme = _INT8_STATIC if v.is_default else QuantScheme(torch.int8, True, "tensor", variant=v)
-    return L.quant(x, scheme, scale)[0]
+    return L.quant(x, scheme, scale, zero_point=zero_point)[0]
 
 
 def dynamic_per_token_scaled_int8_quant(
@@ -131,7 +132,7 @@ def dynamic_per_token_scaled_int8_quant(
 ) -> tuple[Tensor, Tensor]:
     v = _variant("dynamic_per_token_scaled_int8_quant", zero_point, variant)
     scheme = _INT8_TOKEN if v.is_default else QuantScheme(torch.int8, False, "token", variant=v)
-    q, scales = L.quant(x, scheme)
+    q, scales = L.quant(x, scheme, zero_point=zero_point)
     assert scales is not None
     return q, scales
 
@@ -171,7 +172,8 @@ def rms_norm_quant(
         variant,
     )
     _check_groups("rms_norm_quant", x, scheme)
-    q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub)
+    q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub,
+                       zero_point=zero_point)
     return q, scales
 
 
@@ -207,7 +209,8 @@ def fused_add_rms_norm_quant(
         variant,
     )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
-    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub)
+    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub,
+                                     zero_point=zero_point)
     return q, residual_out, scales
 
 
@@ -239,7 +242,7 @@ def silu_and_mul_quant(
         group_eps,
         variant,
     )
-    q, scales = L.silu(x, scheme, scale, scale_ub)
+    q, scales = L.silu(x, scheme, scale, scale_ub, zero_point)
     return q, scales
 
 

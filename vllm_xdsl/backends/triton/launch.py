@@ -121,6 +121,7 @@ def _spec(
     variance_size: int | None = None,
     scheme: QuantScheme | None = None,
     has_scale_ub: bool = False,
+    zero_point: Tensor | None = None,
 ) -> KernelSpec:
     return _cached_spec(
         op,
@@ -132,7 +133,24 @@ def _spec(
         scheme,
         has_scale_ub,
         uses_hw_casts(x.device),
+        _zero_point_kind(zero_point),
     )
+
+
+def _zero_point_kind(zero_point: Tensor | None) -> str | None:
+    """None, "tensor" (one value) or "token" (one per row)."""
+    if zero_point is None:
+        return None
+    return "tensor" if zero_point.numel() == 1 and zero_point.dim() <= 1 else "token"
+
+
+def _zero_point_args(zero_point: Tensor | None) -> list:
+    if zero_point is None:
+        return []
+    if _zero_point_kind(zero_point) == "tensor":
+        return [zero_point.reshape(1)]
+    rows = zero_point.reshape(-1, 1)
+    return [rows, rows.stride(0)]
 
 
 @lru_cache(maxsize=4096)
@@ -146,6 +164,7 @@ def _cached_spec(
     scheme: QuantScheme | None,
     has_scale_ub: bool,
     hw: bool,
+    zero_point: str | None = None,
 ) -> KernelSpec:
     # Cached: a decode-sized launch must not pay for building and validating a spec.
     return KernelSpec(
@@ -159,6 +178,7 @@ def _cached_spec(
         block,
         default_num_warps(block),
         hw,
+        zero_point,
     )
 
 
@@ -226,6 +246,7 @@ def norm(
     scale_ub: Tensor | None = None,
     *,
     bake_epsilon: bool = False,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, ...]:
     """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results."""
     _check_norm_args(x, weight, residual)
@@ -245,6 +266,7 @@ def norm(
         variance_size=variance_size,
         scheme=scheme,
         has_scale_ub=scale_ub is not None,
+        zero_point=zero_point,
     )
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
@@ -263,6 +285,7 @@ def norm(
     if scheme is not None:
         scales = _alloc_scales(scheme, tokens, hidden, x.device)
         args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+        args += _zero_point_args(zero_point)
         if tokens == 0 and scheme.static:
             scales.copy_(scale.to(_F32).reshape(1))
     if spec.epsilon is None:
@@ -277,6 +300,7 @@ def quant(
     scale: Tensor | None = None,
     scale_ub: Tensor | None = None,
     op: str | None = None,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """The unfused quant of `scheme` (as ops.quant_native): (q, scales or None if static)."""
     if op is None:
@@ -287,7 +311,8 @@ def quant(
         raise ValueError(
             f"{op}: group_size {scheme.group_size} does not divide hidden size {hidden}"
         )
-    spec = _spec(op, x, hidden, scheme=scheme, has_scale_ub=scale_ub is not None)
+    spec = _spec(op, x, hidden, scheme=scheme, has_scale_ub=scale_ub is not None,
+                 zero_point=zero_point)
     q = torch.empty(x.shape, dtype=scheme.dtype, device=x.device)
     scales = None if scheme.static else _alloc_scales(scheme, tokens, hidden, x.device)
     amax = None
@@ -303,6 +328,7 @@ def quant(
         _kernel_view(q),
         hidden,
         *_quant_args(scheme, scales, scale, scale_ub, False, amax),
+        *_zero_point_args(zero_point),
     ]
     _launch(spec, tokens, *args, hidden, prologue=prologue)
     return q, scales
@@ -323,6 +349,7 @@ def silu(
     scheme: QuantScheme | None = None,
     scale: Tensor | None = None,
     scale_ub: Tensor | None = None,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, ...]:
     """The silu_and_mul family: (out,) or (q, scales)."""
     if x.dim() == 0 or x.shape[-1] % 2:
@@ -334,7 +361,8 @@ def silu(
     if scheme is not None and scheme.granularity == "group" and d % scheme.group_size:
         raise ValueError(f"silu_and_mul_quant: group_size {scheme.group_size} does not divide {d}")
     op = "silu_and_mul" if scheme is None else "silu_and_mul_quant"
-    spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None)
+    spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None,
+                 zero_point=zero_point)
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(*x.shape[:-1], d, dtype=out_dtype, device=x.device)
     args: list = [x2, x2.stride(0), _kernel_view(out), d]
@@ -343,6 +371,7 @@ def silu(
         return (out,)
     scales = _alloc_scales(scheme, tokens, d, x.device)
     args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+    args += _zero_point_args(zero_point)
     if tokens == 0 and scheme.static:
         scales.copy_(scale.to(_F32).reshape(1))
     _launch(spec, tokens, *args, d)

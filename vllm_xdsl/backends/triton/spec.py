@@ -17,6 +17,7 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | `num_warps`     | warps per program                          | backend choice                     |
 | `hw_casts`      | round to bf16 / e4m3fn with the GPU's      | launch choice (the device)         |
 |                 | conversions instead of f32 bit arithmetic  |                                    |
+| `zero_point`    | None, "tensor" or "token": a zero point    | the `zero_point` operand's shape   |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
 kernel serves every shape whose row fits in `block_size`.
@@ -114,6 +115,7 @@ class KernelSpec:
     block_size: int = 1024
     num_warps: int = 4
     hw_casts: bool = False
+    zero_point: str | None = None
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -165,6 +167,9 @@ class KernelSpec:
         if s is not None and self.op in FUSED_QUANT_OPS and not s.static:
             if s.granularity == "tensor":
                 return "dynamic per-tensor quant needs a global reduction; it is unfused only"
+        if self.zero_point not in (None, "tensor", "token") or (
+                self.zero_point is not None and (s is None or s.granularity == "group")):
+            return "a zero point is per tensor or per token, of a quant"
         if self.has_scale_ub and (s is None or not s.is_fp8 or s.granularity != "token"):
             return "scale_ub belongs to dynamic per-token fp8 quant only"
         if s is not None and s.granularity == "group":
@@ -190,6 +195,8 @@ class KernelSpec:
         parts += [f"b{self.block_size}", f"nw{self.num_warps}"]
         if self.hw_casts:
             parts.append("hw")
+        if self.zero_point is not None:
+            parts.append(f"zp{self.zero_point}")
         return "_".join(parts)
 
 
