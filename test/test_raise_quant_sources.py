@@ -30,15 +30,18 @@ _OP = re.compile(r"= (vllm\.[a-z0-9_]+)")
 
 
 def _compiled_ops(model: torch.nn.Module, inputs: tuple, tmp_path: Path,
-                  monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, int], dict[str, int], bool]:
+                  monkeypatch: pytest.MonkeyPatch, priority: str | None = None
+                  ) -> tuple[dict[str, int], dict[str, int], bool]:
     """(vllm ops after raise-native, after fuse-norm-quant, compiled output == eager)."""
     monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("VLLM_XDSL_PRIORITY", "")
     torch._dynamo.reset()
+    options: dict[str, object] = {"inner": "eager", "strict": True}
+    if priority is not None:
+        options["priority"] = priority
     with torch.no_grad():
         want = model(*inputs)
-        compiled = torch.compile(model, backend="vllm_xdsl",
-                                 options={"inner": "eager", "strict": True})
+        compiled = torch.compile(model, backend="vllm_xdsl", options=options)
         got = compiled(*inputs)
     counts = []
     for stage in ("01-raise-native.mlir", "02-fuse-norm-quant.mlir"):
@@ -97,21 +100,31 @@ def _ct_llama(preset: str) -> tuple[torch.nn.Module, int]:
     return model, sites
 
 
+@pytest.mark.parametrize("provider", ["native", "triton"])
 @pytest.mark.parametrize("preset, op", [
     ("FP8", "vllm.static_scaled_fp8_quant"),
     ("FP8_DYNAMIC", "vllm.dynamic_per_token_scaled_fp8_quant"),
     ("W8A8", "vllm.dynamic_per_token_scaled_int8_quant"),
 ])
-def test_compressed_tensors_presets(preset: str, op: str, tmp_path: Path,
+def test_compressed_tensors_presets(preset: str, op: str, provider: str, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`triton`: every quant and fused quant runs as a Triton kernel (interpreted)."""
+    if provider == "triton":
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     model, sites = _ct_llama(preset)
     assert sites == 14  # 2 layers x (q, k, v, o, gate, up, down)
     ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
-    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch)
+    priority = None if provider == "native" else ";".join(
+        f"{name}=triton!" for name in (op.removeprefix("vllm."), "rms_norm_quant"))
+    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch, priority)
     assert raised == {op: sites, "vllm.rms_norm": 5}, raised
     # q/k/v and gate/up read a norm: 10 quants fuse with it; o and down read no norm.
     assert fused.get("vllm.rms_norm_quant", 0) == 10 and fused.get(op) == 4, fused
     assert same
+    if provider == "triton":
+        report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))
+        assert report.count("-> triton") == 14, report
 
 
 # --- vLLM QuantFP8.forward_native -------------------------------------------------------
