@@ -27,9 +27,9 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
 from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant, parse_variant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
 
-_KEYWORD_OF_GRANULARITY = {g: f"per_{g}" for g in GRANULARITIES}
+_KEYWORD_OF_GRANULARITY: dict[str, str] = {g: f"per_{g}" for g in GRANULARITIES}
 _GRANULARITY_OF_KEYWORD = {k: g for g, k in _KEYWORD_OF_GRANULARITY.items()}
 
 
@@ -89,7 +89,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
         return QuantScheme(
             dtype=dtype,
             static=self.static,
-            granularity=self.granularity.data,  # type: ignore[arg-type]
+            granularity=granularity_of(self.granularity.data),
             group_size=self.group_size.data,
             column_major_scales=bool(self.column_major_scales.data),
             use_ue8m0=bool(self.use_ue8m0.data),
@@ -160,7 +160,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
                 else:
                     break
             variant = parse_variant_keywords(parser)
-            params = [
+            params: list[Attribute] = [
                 StringAttr(mode),
                 StringAttr(granularity),
                 IntAttr(group_size),
@@ -183,16 +183,17 @@ def _structural_problem(
     group_eps: float = DEFAULT_GROUP_EPS, variant: str = "",
 ) -> str | None:
     """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
-    scheme = dict(
-        static=static,
-        granularity=granularity,
-        group_size=group_size,
-        column_major_scales=column_major,
-        use_ue8m0=use_ue8m0,
-        group_eps=group_eps,
-    )
     try:
-        QuantScheme(torch.float8_e4m3fn, **scheme, variant=parse_variant(variant))  # type: ignore[arg-type]
+        QuantScheme(
+            torch.float8_e4m3fn,
+            static=static,
+            granularity=granularity_of(granularity),
+            group_size=group_size,
+            column_major_scales=column_major,
+            use_ue8m0=use_ue8m0,
+            group_eps=group_eps,
+            variant=parse_variant(variant),
+        )
     except ValueError as e:
         return str(e).split(": ", 1)[-1]
     return None

@@ -11,7 +11,7 @@ from torch import Tensor
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.natives_variant import quantize_variant
 from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.scheme import QuantScheme, granularity_of
 
 
 def quant_native(
@@ -66,9 +66,9 @@ def scheme_of(
     """The scheme of a fused op's arguments; ValueError naming the op if it is not allowed."""
     try:
         scheme = QuantScheme(
-            quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps,
-            parse_variant(variant),
-        )  # type: ignore[arg-type]
+            quant_dtype, static, granularity_of(granularity), group_size, column_major_scales,
+            use_ue8m0, group_eps, parse_variant(variant),
+        )
     except ValueError as e:
         raise ValueError(f"{op}: {e}") from None
     if not static and granularity == "tensor":

@@ -96,10 +96,12 @@ def parse_variant(text: str) -> QuantVariant:
     i = 0
     while i < len(words):
         w = words[i]
-        if w == "div" or w == "recip":
-            scaling = w
+        if w == "div":
+            scaling = "div"
+        elif w == "recip":
+            scaling = "recip"
         elif w == "min_scale":
-            floor = w
+            floor = "min_scale"
         elif w in dtypes or w in numbers:
             if i + 1 >= len(words):
                 raise ValueError(f"quant variant {text!r}: {w} needs a value")

@@ -16,6 +16,14 @@ import torch
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.types import tensor_type
+from vllm_xdsl.dialects.vllm import (
+    FusedQuantOp,
+    NormOp,
+    QuantOp,
+    ResidualNormOp,
+    RmsNormSignature,
+    SemanticSignature,
+)
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
 from vllm_xdsl.transforms.dispatch_native_variant import quant_variant
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
@@ -55,28 +63,29 @@ def rms_norm_fp32(
     return b.convert(y, out_dtype)
 
 
-def _epsilon(op: Operation) -> float | SSAValue:
-    eps = op.epsilon_float()  # type: ignore[attr-defined]
-    return op.epsilon_value if eps is None else eps  # type: ignore[attr-defined]
+def _epsilon(op: NormOp) -> float | SSAValue:
+    return op.epsilon_arg()
 
 
-def _variance_size(op: Operation) -> int | None:
-    v = getattr(op, "variance_size", None)
+def _variance_size(op: NormOp) -> int | None:
+    v = op.variance_size if isinstance(op, RmsNormSignature) else None
     return None if v is None else v.value.data
 
 
 def rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    x = op.x  # type: ignore[attr-defined]
-    return [rms_norm_fp32(b, b.convert(x, F32), op.weight, _epsilon(op),  # type: ignore[attr-defined]
+    assert isinstance(op, NormOp)
+    x = op.x
+    return [rms_norm_fp32(b, b.convert(x, F32), op.weight, _epsilon(op),
                           _variance_size(op), meta(x)[0])]
 
 
 def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    x, r = op.x, op.residual  # type: ignore[attr-defined]
+    assert isinstance(op, ResidualNormOp)
+    x, r = op.x, op.residual
     s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
     residual_out = b.convert(s, meta(x)[0])
     # The norm sees the unrounded fp32 sum, not residual_out.
-    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])  # type: ignore[attr-defined]
+    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])
     return [out, residual_out]
 
 
@@ -86,6 +95,8 @@ def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
 def silu_and_mul_value(b: TorchBuilder, x: SSAValue) -> SSAValue:
     shape = meta(x)[1]
     h = shape[-1]
+    a: SSAValue
+    g: SSAValue
     if h is None:  # unknown hidden size: two equal halves
         half = tensor_type(meta(x)[0], (*shape[:-1], None))
         b.call("aten::chunk.default", x, 2, -1, results=[half, half])
@@ -98,7 +109,8 @@ def silu_and_mul_value(b: TorchBuilder, x: SSAValue) -> SSAValue:
 
 
 def silu_and_mul(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    return [silu_and_mul_value(b, op.x)]  # type: ignore[attr-defined]
+    assert isinstance(op, SemanticSignature)
+    return [silu_and_mul_value(b, op.x)]
 
 
 # --- quantization ------------------------------------------------------------------------
@@ -120,7 +132,7 @@ def _absmax_rows(b: TorchBuilder, xf: SSAValue) -> SSAValue:
 def _rows(b: TorchBuilder, s: SSAValue) -> SSAValue:
     """`s.reshape(-1, 1)`: per-token scales as [T, 1]."""
     shape = meta(s)[1]
-    tokens = 1
+    tokens: int | None = 1
     for d in shape[:-1]:
         tokens = None if d is None or tokens is None else tokens * d
     return b.call("aten::reshape.default", s, [-1, 1], shape=(tokens, 1))
@@ -164,7 +176,7 @@ def per_group_fp8(b: TorchBuilder, x: SSAValue, scheme: QuantScheme) -> list[SSA
                    b.call("aten::ceil.default", b.call("aten::log2.default", s)))
     y = b.call("aten::clamp.default", b.call("aten::div.Tensor", xg, s), -fmax, fmax)
     q = b.call("aten::flatten.using_ints", b.convert(y, scheme.dtype), -2, -1, shape=shape)
-    tokens = 1
+    tokens: int | None = 1
     for d in shape[:-1]:
         tokens = None if d is None or tokens is None else tokens * d
     if groups is not None:
@@ -224,18 +236,18 @@ def quant(
 
 
 def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    scheme: QuantScheme = op.quant_scheme()  # type: ignore[attr-defined]
-    scale = op.scale if scheme.static else None  # type: ignore[attr-defined]
-    zp, ub = op.zero_point, getattr(op, "scale_ub", None)  # type: ignore[attr-defined]
-    return quant(b, op.x, scheme, scale, ub, zp)  # type: ignore[attr-defined]
+    assert isinstance(op, QuantOp)
+    scheme = op.quant_scheme()
+    scale = op.static_scale() if scheme.static else None
+    return quant(b, op.x, scheme, scale, op.scale_upper_bound(), op.zero_point_operand())
 
 
 # --- fused ops: the composition of the unfused decompositions ------------------------------
 
 
 def _fused_quant(b: TorchBuilder, op: Operation, y: SSAValue) -> list[SSAValue]:
-    zp = op.zero_point  # type: ignore[attr-defined]
-    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub, zp)  # type: ignore[attr-defined]
+    assert isinstance(op, FusedQuantOp)
+    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub, op.zero_point)
 
 
 def rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
@@ -250,7 +262,8 @@ def fused_add_rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
 
 
 def silu_and_mul_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    return _fused_quant(b, op, silu_and_mul_value(b, op.x))  # type: ignore[attr-defined]
+    assert isinstance(op, SemanticSignature)
+    return _fused_quant(b, op, silu_and_mul_value(b, op.x))
 
 
 DECOMPOSITIONS: dict[str, Callable[[TorchBuilder, Operation], list[SSAValue]]] = {
@@ -272,6 +285,7 @@ DECOMPOSITIONS: dict[str, Callable[[TorchBuilder, Operation], list[SSAValue]]] =
 def decompose(op: Operation) -> tuple[list[Operation], list[SSAValue]]:
     """The torch.call ops computing `op` as its native does, and the values of its results."""
     b = TorchBuilder()
-    values = DECOMPOSITIONS[op.SEMANTIC_NAME](b, op)  # type: ignore[attr-defined]
+    assert isinstance(op, SemanticSignature)
+    values = DECOMPOSITIONS[op.SEMANTIC_NAME](b, op)
     assert len(values) == len(op.results), (op.name, len(values), len(op.results))
     return b.ops, values

@@ -132,9 +132,9 @@ def _quotient(v: SSAValue) -> tuple[SSAValue, SSAValue, Scaling, set[torch.dtype
         v = c[0]
     op = m.call_of(v, "aten::div.Tensor", "aten::mul.Tensor")
     args = None if op is None else m.operands_of(op, 2)
-    if args is None or not all(isinstance(a, SSAValue) for a in args):
+    if op is None or args is None or not all(isinstance(a, SSAValue) for a in args):
         return None
-    if op.target.data == "aten::div.Tensor":  # type: ignore[union-attr]
+    if op.target.data == "aten::div.Tensor":
         return (args[0], args[1], "div", rounded) if _exactly_converted(args, v) else None
     for xs, r in (args, args[::-1]):
         rec = m.call_of(r, "aten::reciprocal.default")
@@ -301,12 +301,12 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
     elif scheme.granularity == "token":
         if not _unflattenable(x_shape):
             return
-        cls = (vllm.DynamicPerTokenScaledFp8QuantOp if scheme.is_fp8
-               else vllm.DynamicPerTokenScaledInt8QuantOp)
+        token_cls = (vllm.DynamicPerTokenScaledFp8QuantOp if scheme.is_fp8
+                     else vllm.DynamicPerTokenScaledInt8QuantOp)
         ub = [] if dyn.scale_ub is None else [dyn.scale_ub]
         operands: list[SSAValue | list[SSAValue]] = (
             [plan.x, ub, zp] if scheme.is_fp8 else [plan.x, zp])
-        new = cls.build(operands=operands, result_types=[q_type, tensor_type(sd, (tokens, 1))],
+        new = token_cls.build(operands=operands, result_types=[q_type, tensor_type(sd, (tokens, 1))],
                         properties=props)
     else:
         if not _unflattenable(x_shape):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vllm_xdsl.backends.triton.spec import ACT_DTYPES
+from vllm_xdsl.backends.triton.spec import ACT_DTYPES, variant_fields
 from vllm_xdsl.ops.impl import TensorMeta
-from vllm_xdsl.ops.quant_variant import EPILOGUE_FIELDS, SCALE_FIELDS, variant_problem_beyond
+from vllm_xdsl.ops.quant_variant import variant_problem_beyond
 
 PROVIDER = "triton"
 # Rows wider than this would need a looped kernel where one BLOCK covers a whole row (the
@@ -83,19 +83,10 @@ def _group_problem(granularity: str, group_size: int) -> str | None:
     return None
 
 
-def fields_of(op: str, args: dict[str, Any]) -> tuple[str, ...]:
-    """The quant variant fields the Triton kernel of `op` implements: per-tensor scales (an
-    absmax kernel, then the quant) have the default scale computation only."""
-    per_row = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
-                     "per_token_group_fp8_quant") or (
-        args.get("static") is False and args.get("granularity") in ("token", "group"))
-    return EPILOGUE_FIELDS + SCALE_FIELDS if per_row else EPILOGUE_FIELDS
-
-
 def supports_args(op: str, **args: Any) -> bool | str:
     """Whether the Triton kernel of `op` runs these arguments (tensors as TensorMeta)."""
     metas = [v for v in args.values() if isinstance(v, TensorMeta)]
-    problem = _device_problem(metas) or variant_problem_beyond(args, "triton", fields_of(op, args))
+    problem = _device_problem(metas) or variant_problem_beyond(args, "triton", variant_fields(op, args))
     x = args["x"]
     problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1, _tiled(op, args))
     w = args.get("weight")

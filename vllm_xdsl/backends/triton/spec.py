@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from vllm_xdsl.ops.quant_variant import EPILOGUE_FIELDS, SCALE_FIELDS
 from vllm_xdsl.ops.scheme import QuantScheme
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
@@ -226,3 +228,12 @@ _SHORT = {
 
 def _short(dtype: torch.dtype) -> str:
     return _SHORT.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The quant variant fields the Triton kernel of `op` implements: per-tensor scales (an
+    absmax kernel, then the quant) have the default scale computation only."""
+    per_row = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
+                     "per_token_group_fp8_quant") or (
+        args.get("static") is False and args.get("granularity") in ("token", "group"))
+    return EPILOGUE_FIELDS + SCALE_FIELDS if per_row else EPILOGUE_FIELDS
