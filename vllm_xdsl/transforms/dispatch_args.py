@@ -41,7 +41,7 @@ _SCHEME_FIELDS = {
     "eps": "group_eps",
     "group_eps": "group_eps",
 }
-_TENSOR_OPERANDS = ("x", "residual", "weight", "scale", "scale_ub")
+_TENSOR_OPERANDS = ("x", "residual", "weight", "scale", "scale_ub", "zero_point")
 
 
 def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str, Any]:
@@ -65,6 +65,8 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
             args[name] = has_rounded_sum(op)
         elif scheme is not None and name in _SCHEME_FIELDS:
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
+        elif scheme is not None and name == "variant":
+            args[name] = scheme.variant.spelling()
         else:
             raise AssertionError(f"{op.name}: no IR source for native parameter {name!r}")
     return args

@@ -23,6 +23,7 @@ from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.quant_variant import default_numerics_only
 from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
@@ -58,39 +59,51 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     @op(N.static_scaled_fp8_quant)
     def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
-                                fp8_dtype: torch.dtype = torch.float8_e4m3fn) -> Tensor:
+                                fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                zero_point: Tensor | None = None, variant: str = "") -> Tensor:
+        default_numerics_only("static_scaled_fp8_quant", zero_point, variant)
         return k.quant("static_scaled_fp8_quant", x, _unfused_scheme(fp8_dtype, True, "tensor"),
                        scale, None)[0]
 
     @op(N.dynamic_scaled_fp8_quant)
-    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                 zero_point: Tensor | None = None, variant: str = ""
                                  ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_scaled_fp8_quant", zero_point, variant)
         return k.dynamic_scaled_fp8_quant(x, fp8_dtype)
 
     @op(N.dynamic_per_token_scaled_fp8_quant)
     def dynamic_per_token_scaled_fp8_quant(x: Tensor, scale_ub: Tensor | None = None,
-                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                           zero_point: Tensor | None = None, variant: str = ""
                                            ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
         return k.quant("dynamic_per_token_scaled_fp8_quant", x,
                        _unfused_scheme(fp8_dtype, False, "token"), None, scale_ub)
 
     @op(N.per_token_group_fp8_quant)
     def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
                                   use_ue8m0: bool = False, eps: float = 1e-10,
-                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                  zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("per_token_group_fp8_quant", zero_point, variant)
         s = _unfused_scheme(fp8_dtype, False, "group", group_size=group_size,
                             column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
                             group_eps=eps)
         return k.quant("per_token_group_fp8_quant", x, s, None, None)
 
     @op(N.static_scaled_int8_quant)
-    def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+    def static_scaled_int8_quant(x: Tensor, scale: Tensor, zero_point: Tensor | None = None,
+                                 variant: str = "") -> Tensor:
+        default_numerics_only("static_scaled_int8_quant", zero_point, variant)
         return k.quant("static_scaled_int8_quant", x, _unfused_scheme(torch.int8, True, "tensor"),
                        scale, None)[0]
 
     @op(N.dynamic_per_token_scaled_int8_quant)
-    def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+    def dynamic_per_token_scaled_int8_quant(x: Tensor, zero_point: Tensor | None = None,
+                                            variant: str = "") -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_per_token_scaled_int8_quant", zero_point, variant)
         return k.quant("dynamic_per_token_scaled_int8_quant", x,
                        _unfused_scheme(torch.int8, False, "token"), None, None)
 
@@ -102,7 +115,9 @@ def define(vendor: Vendor) -> SimpleNamespace:
     def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
                        scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool,
                        granularity: str, group_size: int = 0, column_major_scales: bool = False,
-                       use_ue8m0: bool = False, group_eps: float = 1e-10) -> tuple[Tensor, Tensor]:
+                       use_ue8m0: bool = False, group_eps: float = 1e-10,
+                       zero_point: Tensor | None = None, variant: str = "") -> tuple[Tensor, Tensor]:
+        default_numerics_only("rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args)
         return q, scales
@@ -113,7 +128,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                  quant_dtype: torch.dtype, static: bool, granularity: str,
                                  group_size: int = 0, column_major_scales: bool = False,
                                  use_ue8m0: bool = False, group_eps: float = 1e-10,
-                                 rounded_sum: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+                                 zero_point: Tensor | None = None, variant: str = "",
+                                 rounded_sum: bool = False
+                                 ) -> tuple[Tensor, Tensor, Tensor]:
+        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, residual_out, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight,
                                           epsilon, scale, scale_ub, args, rounded_sum)
@@ -123,8 +141,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
     def silu_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
                            quant_dtype: torch.dtype, static: bool, granularity: str,
                            group_size: int = 0, column_major_scales: bool = False,
-                           use_ue8m0: bool = False, group_eps: float = 1e-10
+                           use_ue8m0: bool = False, group_eps: float = 1e-10,
+                           zero_point: Tensor | None = None, variant: str = ""
                            ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("silu_and_mul_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, scales = k.fused("silu_and_mul_quant", x, None, None, 0.0, scale, scale_ub, args)
         return q, scales
@@ -141,10 +161,11 @@ def define(vendor: Vendor) -> SimpleNamespace:
     def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
                                       quant_dtype, static, granularity, group_size=0,
                                       column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
-                                      rounded_sum=False):
+                                      zero_point=None, variant="", rounded_sum=False):
         q, _, scales = F.fused_add_rms_norm_quant(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps, rounded_sum)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant,
+            rounded_sum)
         return q, scales
 
     @op(fused_add_rms_norm_quant_fake, mutates_args=("residual",))
@@ -153,7 +174,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                   quant_dtype: torch.dtype, static: bool, granularity: str,
                                   group_size: int = 0, column_major_scales: bool = False,
                                   use_ue8m0: bool = False, group_eps: float = 1e-10,
-                                  rounded_sum: bool = False) -> tuple[Tensor, Tensor]:
+                                  zero_point: Tensor | None = None, variant: str = "",
+                                  rounded_sum: bool = False
+                                  ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
                                scale_ub, args, rounded_sum, inplace=True)
@@ -193,14 +217,16 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
         scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
         group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
-        group_eps: float = 1e-10, rounded_sum: bool = False,
+        group_eps: float = 1e-10, zero_point: Tensor | None = None, variant: str = "",
+        rounded_sum: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Writes residual_out into residual; returns (q, residual, scales)."""
         scheme_of("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
-                  group_size, column_major_scales, use_ue8m0, group_eps)
+                  group_size, column_major_scales, use_ue8m0, group_eps, variant)
         q, scales = t.fused_add_rms_norm_quant_(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps, rounded_sum)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant,
+            rounded_sum)
         return q, residual, scales
 
     fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace

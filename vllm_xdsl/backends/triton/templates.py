@@ -74,7 +74,8 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.has_residual:
         k.params += ["residual_out_ptr", "residual_out_row_stride"]
     if spec.scheme is not None:
-        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
+                                 zero_point=spec.zero_point)
     if spec.epsilon is None:
         k.params.append("epsilon")
     k.params += ["H", "BLOCK: tl.constexpr"]
@@ -122,7 +123,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     else:
         quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     return [k]
 
@@ -147,12 +148,13 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
         )
         kernels.append(a)
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])
-    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
+    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False,
+                             zero_point=spec.zero_point)
     k.params += ["N", "BLOCK: tl.constexpr"]
     k.add(*_prologue(spec), "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
     quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=False, n="N", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     kernels.append(k)
     return kernels
@@ -163,7 +165,8 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
     k.params += ["out_ptr", "out_row_stride"] if spec.scheme is None else ["q_ptr", "q_row_stride"]
     if spec.scheme is not None:
-        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
+                                 zero_point=spec.zero_point)
     k.params += ["D", "BLOCK: tl.constexpr"]
     k.add(
         *_prologue(spec),
@@ -182,7 +185,7 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
     else:
         quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     return [k]
 
