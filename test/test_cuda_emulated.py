@@ -274,7 +274,7 @@ def test_rounded_sum_variant(kernels: Kernels, dtype: torch.dtype, weight: str) 
             _check(got[0], want[0], "norm")
             assert _agreement(got[0], want[0]) >= 0.99 > 0.95 >= _agreement(got[0], other[0])
         got = kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-6, None, None, args, rounded)
-        want_q = F.fused_add_rms_norm_quant(x, r, w, 1e-6, None, None, *args, rounded)
+        want_q = F.fused_add_rms_norm_quant(x, r, w, 1e-6, None, None, *args, rounded_sum=rounded)
         _compare(got, want_q, f"fused_add_rms_norm_quant rounded_sum={rounded}")
 
 
@@ -289,7 +289,7 @@ def test_fused_with_f32_weight(kernels: Kernels, scheme: tuple, dtype: torch.dty
         _compare(kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args),
                  F.rms_norm_quant(x, w, 1e-6, scale, ub, *args), f"rms_norm_quant {shape}")
         _compare(kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-6, scale, ub, args, True),
-                 F.fused_add_rms_norm_quant(x, r, w, 1e-6, scale, ub, *args, True),
+                 F.fused_add_rms_norm_quant(x, r, w, 1e-6, scale, ub, *args, rounded_sum=True),
                  f"fused_add_rms_norm_quant rounded_sum {shape}")
 
 
