@@ -12,6 +12,11 @@ custom op schema from them.
 import torch
 from torch import Tensor
 
+from vllm_xdsl.ops.activations import (  # noqa: F401  (natives of the act-and-mul family)
+    gelu_and_mul,
+    gelu_tanh_and_mul,
+    silu_and_mul,
+)
 from vllm_xdsl.ops.scheme import INT8_MAX, fp8_max
 
 _F32 = torch.float32
@@ -130,10 +135,3 @@ def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
     # A zero row has s = 0: its q is 0 (0/0 would be NaN).
     q = _int8_round(torch.where(s == 0, torch.zeros_like(xf), xf / s))
     return q, s.reshape(-1, 1)
-
-
-def silu_and_mul(x: Tensor) -> Tensor:
-    d = x.shape[-1] // 2
-    if x.shape[-1] != 2 * d:
-        raise ValueError(f"silu_and_mul: last dimension {x.shape[-1]} is not even")
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Attribute, Operation
 
 from vllm_xdsl.backends.triton.spec import default_block_size, default_num_warps
+from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.transforms.dispatch_torch import meta
 
 _LOAD_BYTES = 16
@@ -24,7 +25,8 @@ MAX_BLOCK = 1 << 16  # the triton dialect's bound on block_size
 def row_width(op: Operation) -> int | None:
     """Columns of one row the kernel processes (None if unknown)."""
     h = meta(op.x)[1][-1] if meta(op.x)[1] else None  # type: ignore[attr-defined]
-    if h is not None and op.name.split(".", 1)[1].startswith("silu_and_mul"):
+    one_operand = activation_of(op.name.split(".", 1)[1]) and getattr(op, "up", None) is None
+    if h is not None and one_operand:  # x holds the gate and up halves
         h //= 2
     return h
 
