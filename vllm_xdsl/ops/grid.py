@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
+
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 NORM_OPS = ("rms_norm", "fused_add_rms_norm")
@@ -132,15 +134,21 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
             if t > 1:
                 xs[0] = 0  # a zero row: s = 0, q = 0
             yield Case(op, dtype, (xs,), base)
-        elif op == "silu_and_mul":
+        elif op in ACTIVATIONS:  # x = [gate | up], and gate with a separate up
             yield Case(op, dtype, (x(shape=(t, 2 * h)),), f"{dt} T={t} d={h}")
-        elif op == "silu_and_mul_quant":
-            for qd, static, gran, kw, with_ub in FUSED_SCHEMES:
+            yield Case(op, dtype, (x(), x()), f"{dt} T={t} d={h} up")
+        elif op in FUSED_ACT_OPS:
+            for (qd, static, gran, kw, with_ub), with_up in itertools.product(
+                FUSED_SCHEMES, (False, True)
+            ):
                 for gs in _group_sizes(h) if gran == "group" else (0,):
                     q = (scale if static else None, ub if with_ub else None, qd, static, gran, gs,
                          kw.get("column_major_scales", False), kw.get("use_ue8m0", False))
-                    yield Case(op, dtype, (x(shape=(t, 2 * h)), *q),
-                               f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}")
+                    lab = f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}"
+                    if with_up:
+                        yield Case(op, dtype, (x(), *q, 1e-10, x()), lab + " up")
+                    else:
+                        yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
 
 
 def output_kinds(op: str, n: int) -> tuple[str, ...]:
@@ -148,6 +156,6 @@ def output_kinds(op: str, n: int) -> tuple[str, ...]:
     if op in NORM_OPS:
         return ("norm", "value")[:n]
     kinds = ["value"] * n
-    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", "silu_and_mul"):
+    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS):
         kinds[-1] = "scales"
     return tuple(kinds)

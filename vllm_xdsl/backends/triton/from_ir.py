@@ -14,13 +14,13 @@ from xdsl.ir import Operation
 from vllm_xdsl.backends.triton.emit import emit_source
 from vllm_xdsl.backends.triton.spec import (
     QUANT_OPS,
-    SILU_OPS,
     KernelSpec,
     default_block_size,
     default_num_warps,
     tileable,
 )
 from vllm_xdsl.dialects.types import static_shape, torch_dtype
+from vllm_xdsl.ops.activations import activation_of
 
 DIALECT = "triton"
 
@@ -37,7 +37,8 @@ def spec_of_op(op: Operation) -> KernelSpec:
     shape = static_shape(x_type)
     if not shape or shape[-1] is None:
         raise ValueError(f"{op.name}: the hidden size of x must be static to emit a kernel")
-    width = shape[-1] // 2 if name in SILU_OPS else shape[-1]
+    has_up = getattr(op, "up", None) is not None
+    width = shape[-1] // 2 if activation_of(name) is not None and not has_up else shape[-1]
     weight = getattr(op, "weight", None)
     scheme = None
     if name in QUANT_OPS or name.endswith("_quant"):
@@ -57,6 +58,7 @@ def spec_of_op(op: Operation) -> KernelSpec:
         variance_size=_int_prop(op, "variance_size"),
         scheme=scheme,
         has_scale_ub=getattr(op, "scale_ub", None) is not None,
+        has_up=has_up,
         block_size=block,
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),
     )
