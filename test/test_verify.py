@@ -64,7 +64,7 @@ def test_fail_unavailable_skip(scratch, capsys):
 
 
 def test_raising_impl_fails(scratch, capsys):
-    def broken(x):
+    def broken(x, up=None):
         raise RuntimeError("kernel exploded")
 
     scratch(ops.silu_and_mul, "t_boom", broken)
