@@ -15,8 +15,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import Gemma2Config, Gemma3TextConfig, GemmaConfig, LlamaConfig, MistralConfig
-from transformers import Qwen2Config
+from transformers import (
+    Gemma2Config,
+    Gemma3TextConfig,
+    GemmaConfig,
+    LlamaConfig,
+    MistralConfig,
+    Qwen2Config,
+)
 
 from vllm_xdsl.ops.activations import ACTIVATIONS
 
