@@ -3,6 +3,7 @@ unknown passes skipped, dumps that vllm-opt parses, runtime epsilon under dynami
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import subprocess
@@ -21,6 +22,8 @@ from vllm_xdsl import pipeline  # noqa: E402
 from vllm_xdsl.dialects import make_context  # noqa: E402
 from vllm_xdsl.models import LlamaRMSNorm, Mlp  # noqa: E402
 from vllm_xdsl.models.llama import DecoderConfig  # noqa: E402
+from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass  # noqa: E402
+from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass  # noqa: E402
 
 HIDDEN = 64
 
@@ -98,14 +101,110 @@ def test_unknown_pass_is_skipped_with_a_debug_log(caplog) -> None:
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [({"inner": "tvm"}, "inner must be one of"), ({"bogus": 1}, "unknown option"),
-     ({"target": "tpu"}, "target must be one of"), ({"passes": "raise-native"}, "list of pass")],
-)
+BAD_OPTIONS = [
+    ({"inner": "tvm"}, "option 'inner' must be one of 'inductor', 'eager', got 'tvm'"),
+    ({"bogus": 1}, "unknown option 'bogus' (options: inner, passes, priority, target, strict, "
+                   "pass_options)"),
+    ({"targt": "cpu"}, "unknown option 'targt' (options: inner, passes, priority, target, "
+                       "strict, pass_options); did you mean 'target'?"),
+    ({"target": "tpu"}, "option 'target' must be one of 'cuda', 'rocm', 'cpu', got 'tpu'"),
+    ({"passes": "raise-native"}, "option 'passes' must be a list of pass names, got "
+                                 "'raise-native'"),
+    ({"strict": "no"}, "option 'strict' must be True or False, got 'no'"),
+    ({"priority": 3}, "option 'priority' must be a string like 'rms_norm=triton,native', got 3"),
+    ({"priority": "rms_nrm=triton"}, "option 'priority': bad priority 'rms_nrm=triton': "
+                                     "unknown op 'rms_nrm'"),
+    ({"priority": "rms_norm=tritn,native"}, "option 'priority': unknown provider 'tritn' (known: "),
+    ({"pass_options": {"raise-native": {"approx": "yes"}}},
+     "pass_options: pass 'raise-native': option 'approx' expects True or False, got 'yes'"),
+    ({"pass_options": {"fuse-norm-quant": {"raise-rounded": True}}},
+     "pass_options: pass 'fuse-norm-quant' has no option 'raise-rounded' (options: "
+     "raise-rounded-adds)"),
+    ({"pass_options": {"raise-nativ": {}}}, "pass_options: unknown pass 'raise-nativ' (known: "),
+    ({"passes": ["raise-native"], "pass_options": {"lower-dispatch": {"report": True}}},
+     "pass_options: pass 'lower-dispatch' is not in passes (raise-native)"),
+    ({"pass_options": {"lower-dispatch": {"target": "cpu"}}},
+     "pass_options: pass 'lower-dispatch': set 'target' with the backend option 'target'"),
+    ({"pass_options": ["raise-native"]}, "option 'pass_options' must be a dict of pass name"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_OPTIONS)
 def test_bad_options_are_one_line_errors(options, message) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(backend.OptionsError) as info:
         backend.BackendOptions.parse(options)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_bad_option_raises_through_torch_compile_without_fallback(monkeypatch, caplog) -> None:
+    """The user's typo is raised as it is (not BackendCompilerFailed, not a fallback),
+    before the graph is imported."""
+    def boom(*args, **kwargs):
+        raise AssertionError("the graph was imported")
+
+    monkeypatch.setattr("vllm_xdsl.frontend.import_graph", boom)
+    model, compiled = _compile({"inner": "eager", "target": "tpu"})
+    with caplog.at_level(logging.WARNING, logger="vllm_xdsl"), \
+            pytest.raises(backend.OptionsError) as info:
+        compiled(torch.randn(3, HIDDEN))
+    assert str(info.value) == "option 'target' must be one of 'cuda', 'rocm', 'cpu', got 'tpu'"
+    assert not caplog.records
+
+
+def test_bad_option_is_the_last_line_a_user_sees() -> None:
+    script = ("import torch\n"
+              "from vllm_xdsl.models import LlamaRMSNorm\n"
+              "m = torch.compile(LlamaRMSNorm(8, 1e-5), backend='vllm_xdsl',\n"
+              "                  options={'pass_options': {'raise-native': {'aprox': True}}})\n"
+              "m(torch.randn(2, 8))\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 1
+    lines = run.stderr.rstrip("\n").splitlines()
+    assert lines[-1] == ("vllm_xdsl.backend_options.OptionsError: pass_options: pass "
+                         "'raise-native' has no option 'aprox' (options: exact, approx)")
+    assert "BackendCompilerFailed" not in run.stderr and "Set TORCHDYNAMO_VERBOSE" not in run.stderr
+    assert len(lines) < 20, run.stderr  # torch's frames to the user's call; none of ours
+
+
+class BF16AddNorm(torch.nn.Module):
+    """An HF-style residual add in bf16 before the norm: fused only with approx=True."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = LlamaRMSNorm(HIDDEN, 1e-5).to(torch.bfloat16)
+
+    def forward(self, x: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = x + r
+        return self.norm(h), h
+
+
+@pytest.mark.parametrize("approx, fused", [(False, 0), (True, 1)])
+def test_pass_options_reach_the_pass(approx, fused) -> None:
+    torch._dynamo.reset()
+    model = BF16AddNorm()
+    compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True, options={
+        "inner": "eager", "strict": True, "passes": ["raise-native"],
+        "pass_options": {"raise-native": {"approx": approx}}})
+    x, r = torch.randn(4, HIDDEN, dtype=torch.bfloat16), torch.randn(4, HIDDEN, dtype=torch.bfloat16)
+    with torch.no_grad():
+        got = compiled(x, r)
+        want = model(x, r)
+    counts = backend.RESULTS.last.stages[-1].op_counts
+    assert counts["vllm.fused_add_rms_norm"] == fused
+    assert counts["vllm.rms_norm"] == 1 - fused
+    torch.testing.assert_close(got[1], want[1])
+    torch.testing.assert_close(got[0], want[0], atol=1.6e-2, rtol=1.6e-2)
+
+
+def test_pass_options_kebab_and_snake_case() -> None:
+    opts = backend.BackendOptions.parse(
+        {"pass_options": {"fuse-norm-quant": {"raise_rounded_adds": True},
+                          "lower-dispatch": {"report": False}}})
+    fuse = pipeline.make_pass("fuse-norm-quant", opts.pipeline)
+    assert isinstance(fuse, FuseNormQuantPass) and fuse.raise_rounded_adds is True
+    lower = pipeline.make_pass("lower-dispatch", dataclasses.replace(opts.pipeline, target="rocm"))
+    assert isinstance(lower, LowerDispatchPass) and (lower.target, lower.report) == ("rocm", False)
 
 
 def test_dump_dir_stages_parse_with_vllm_opt(tmp_path, monkeypatch) -> None:
@@ -123,6 +222,34 @@ def test_dump_dir_stages_parse_with_vllm_opt(tmp_path, monkeypatch) -> None:
     run = subprocess.run([sys.executable, "-m", "vllm_xdsl.tools.vllm_opt",
                           str(graph_dir / names[-2])], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_dump_dir_that_is_a_file_warns_once_and_compiles(tmp_path, monkeypatch, caplog) -> None:
+    not_a_dir = tmp_path / "dump"
+    not_a_dir.write_text("a file")
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(not_a_dir))
+    model, compiled = _compile({"inner": "eager", "target": "cpu", "strict": True})
+    with caplog.at_level(logging.WARNING, logger="vllm_xdsl"):
+        _check(model, compiled)
+        _compile({"inner": "eager", "target": "cpu", "strict": True})[1](torch.randn(2, HIDDEN))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [f"vllm_xdsl: VLLM_XDSL_DUMP_DIR={not_a_dir} is not a writable "
+                        "directory (Not a directory); IR dumps are off"]
+    assert backend.RESULTS.last.stages[-1].name == "lower-dispatch"  # the passes ran
+    assert not_a_dir.read_text() == "a file"
+
+
+def test_dump_write_failure_turns_dumping_off(tmp_path, caplog) -> None:
+    dumper = pipeline.Dumper(tmp_path / "root", "g")
+    dumper.dir.rmdir()
+    dumper.dir.write_text("in the way")  # every write below fails
+    with caplog.at_level(logging.WARNING, logger="vllm_xdsl"):
+        dumper.text("dispatch-report.txt", "report")
+        dumper.text("dispatch-report.txt", "report")
+    assert dumper.failed
+    assert [r.getMessage() for r in caplog.records] == [
+        f"vllm_xdsl: VLLM_XDSL_DUMP_DIR={tmp_path / 'root'} is not a writable directory "
+        "(Not a directory); IR dumps are off"]
 
 
 def test_runtime_epsilon_unlowered_and_provider() -> None:

@@ -54,13 +54,26 @@ def test_fail_unavailable_skip(scratch, capsys):
     r = rows(out, "t_wrong")
     assert all(v[0] == "FAIL" and v[1:3] == ["max", "error"] for v in r.values()), out
     assert "1 failed" not in out and "3 rows, 3 failed" in out
-    assert main(["--op", "rms_norm", "--provider", "t_off"]) == 0
-    r = rows(capsys.readouterr().out, "t_off")
+    assert main(["--op", "rms_norm", "--provider", "t_off"]) == 1  # nothing was compared
+    out = capsys.readouterr().out
+    r = rows(out, "t_off")
     assert all(v == ["UNAVAILABLE", "needs", "sm90"] for v in r.values())
+    assert "nothing was checked" in out and "  t_off: needs sm90" in out
     assert main(["--op", "rms_norm", "--provider", "t_f16"]) == 0
     r = rows(capsys.readouterr().out, "t_f16")
     assert r["float16"][0] == "PASS"
     assert r["float32"][0] == "SKIP" and r["float32"][-2:] == ["f16", "only"]
+
+
+def test_nothing_compared_fails_and_says_what_is_needed(scratch, capsys):
+    """Only SKIP rows: the summary says nothing was checked and why, and the exit is 1."""
+    scratch(ops.silu_and_mul, "t_never", ops.silu_and_mul.native,
+            supports_args=lambda x, **_: "needs TRITON_INTERPRET=1")
+    assert main(["--op", "silu_and_mul", "--provider", "t_never"]) == 1
+    out = capsys.readouterr().out
+    assert all(v[0] == "SKIP" for v in rows(out, "t_never").values())
+    assert "3 rows, 0 failed\nnothing was checked" in out
+    assert "  t_never: needs TRITON_INTERPRET=1" in out
 
 
 def test_raising_impl_fails(scratch, capsys):

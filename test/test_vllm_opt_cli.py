@@ -204,7 +204,35 @@ MALFORMED: list[tuple[str, str, tuple[str, ...], str]] = [
     ("unknown flag", GOOD_NORM, ("--no-such-pass",), "unrecognized arguments"),
     ("unknown target", GOOD_NORM, ("-t", "no-such-target"), "no-such-target"),
     ("bad pipeline syntax", GOOD_NORM, ("-p", "canonicalize{"), "error"),
+    (
+        "unknown torch op",
+        _func(
+            '  %y = torch.call "aten::negg.default"(%x) [#torch.operand<0>] : (tensor<?x64xbf16>) '
+            "-> tensor<?x64xbf16>"
+        ),
+        (),
+        "unknown torch op 'aten::negg.default'",
+    ),
 ]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("--lower-dispatch=report=yes",),
+     "vllm-opt: error: pass 'lower-dispatch': option 'report' expects true or false, got 'yes'"),
+    (("-p", "lower-dispatch{report=yes}"),
+     "vllm-opt: error: pass 'lower-dispatch': option 'report' expects true or false, got 'yes'"),
+    (("-p", "raise-native{approx=1}"),
+     "vllm-opt: error: pass 'raise-native': option 'approx' expects true or false, got 1"),
+    (("--lower-dispatch=target=3",),
+     "vllm-opt: error: pass 'lower-dispatch': option 'target' expects a string, got 3"),
+    (("--fuse-norm-quant=raise-rounded=true",),
+     "vllm-opt: error: pass 'fuse-norm-quant' has no option 'raise-rounded' "
+     "(options: raise-rounded-adds)"),
+])
+def test_bad_pass_option_names_the_pass_and_option(args: tuple[str, ...], expected: str):
+    result = run_opt(*args, stdin=GOOD_NORM)
+    assert result.returncode == 1
+    assert result.stderr == expected + "\n"
 
 
 @pytest.mark.parametrize(
@@ -241,7 +269,8 @@ def test_missing_file_is_one_line(tmp_path: Path):
 
 def _valid_ir_files() -> list[Path]:
     """Test and example files that hold valid IR (not diagnostics tests)."""
-    files = sorted(FILECHECK_DIR.glob("*.mlir")) + sorted((ROOT / "examples").glob("*.mlir"))
+    examples = ROOT / "vllm_xdsl" / "examples"
+    files = sorted(FILECHECK_DIR.glob("*.mlir")) + sorted(examples.glob("*.mlir"))
     return [
         f
         for f in files

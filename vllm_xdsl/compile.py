@@ -9,9 +9,11 @@ than as an Inductor `post_grad_custom_post_pass` keeps one pipeline for both inn
 compilers (`inner="eager"` runs the exported graph as is) and lets a failure fall back to
 the untouched graph.
 
-Options: inner ("inductor" | "eager"), passes (list of pass names), priority
-(VLLM_XDSL_PRIORITY syntax), target ("cuda" | "rocm" | "cpu"), strict (bool). An internal
-failure logs ONE warning naming the stage and runs the unmodified graph (strict raises).
+Options (vllm_xdsl.backend_options): inner ("inductor" | "eager"), passes (list of pass
+names), priority (VLLM_XDSL_PRIORITY syntax), target ("cuda" | "rocm" | "cpu"), strict
+(bool), pass_options ({pass: {option: value}}). A bad option raises OptionsError (one line)
+before any work; an internal failure logs ONE warning naming the stage and runs the
+unmodified graph (strict raises).
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
 
+from vllm_xdsl.backend_options import INNER as INNER  # re-exported: the public names
+from vllm_xdsl.backend_options import BackendOptions
+from vllm_xdsl.backend_options import OptionsError as OptionsError
 from vllm_xdsl.pipeline import (
-    DEFAULT_PASSES,
-    TARGETS,
     Dumper,
     PipelineOptions,
     PipelineResult,
@@ -37,39 +39,6 @@ from vllm_xdsl.pipeline import (
 )
 
 logger = logging.getLogger("vllm_xdsl")
-INNER = ("inductor", "eager")
-
-
-@dataclass(frozen=True)
-class BackendOptions:
-    inner: str = "inductor"
-    pipeline: PipelineOptions = PipelineOptions()
-    strict: bool = False
-
-    @staticmethod
-    def parse(options: dict[str, Any] | None) -> BackendOptions:
-        """Validate `torch.compile(..., options=...)`; ValueError with one clear line."""
-        options = dict(options or {})
-        unknown = set(options) - {"inner", "passes", "priority", "target", "strict"}
-        if unknown:
-            raise ValueError(f"vllm_xdsl: unknown option(s) {sorted(unknown)}")
-        inner = options.get("inner", "inductor")
-        if inner not in INNER:
-            raise ValueError(f"vllm_xdsl: inner must be one of {INNER}, got {inner!r}")
-        passes = options.get("passes", DEFAULT_PASSES)
-        if isinstance(passes, str) or not all(isinstance(p, str) for p in passes):
-            raise ValueError(f"vllm_xdsl: passes must be a list of pass names, got {passes!r}")
-        target = options.get("target")
-        if target is not None and target not in TARGETS:
-            raise ValueError(f"vllm_xdsl: target must be one of {TARGETS}, got {target!r}")
-        priority = options.get("priority")
-        if priority is not None:
-            from vllm_xdsl.ops import parse_priority
-
-            parse_priority(priority)  # a bad string is the user's error: raise now
-        return BackendOptions(
-            inner, PipelineOptions(tuple(passes), target, priority), bool(options.get("strict"))
-        )
 
 
 class PipelineLog:
@@ -190,9 +159,9 @@ def vllm_xdsl_backend(
     **kwargs: Any,
 ) -> Callable:
     """The Dynamo backend registered as "vllm_xdsl" (entry point torch_dynamo_backends)."""
+    parsed = BackendOptions.parse(options)  # first: a typo fails before any work
     from vllm_xdsl.frontend.capture import aot_backend
 
-    parsed = BackendOptions.parse(options)
     forward = ForwardCompiler(parsed)
     inner = parsed.inner
 

@@ -10,6 +10,7 @@ call against eager and plain Inductor. Flags make the model bigger (--layers, --
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -108,10 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntime per call (ms){'':<3}{'eager':>9}{'vllm_xdsl':>11}"
               f"{'' if baseline is None else 'inductor':>10}")
         for ids in inputs:
-            row = [time_per_call(lambda ids=ids: model(ids), args.repeat),
-                   time_per_call(lambda ids=ids: compiled(ids), args.repeat)]
+            row = [time_per_call(functools.partial(model, ids), args.repeat),
+                   time_per_call(functools.partial(compiled, ids), args.repeat)]
             if baseline is not None:
-                row.append(time_per_call(lambda ids=ids: baseline(ids), args.repeat))
+                row.append(time_per_call(functools.partial(baseline, ids), args.repeat))
             print(f"  T={ids.shape[0]:<16}" + "".join(f"{v * 1e3:>10.3f}" for v in row))
     return 0
 

@@ -48,6 +48,9 @@ class PipelineOptions:
     passes: tuple[str, ...] = DEFAULT_PASSES
     target: str | None = None  # default dispatch target (module attribute vllm.target)
     priority: str | None = None  # VLLM_XDSL_PRIORITY syntax, for lower-dispatch
+    # Per pass, its options as xDSL's pipeline parser gives them: {"raise-native":
+    # {"approx": (True,)}} (vllm_xdsl.pass_options checks them against the pass's fields).
+    pass_options: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -79,30 +82,59 @@ def semantic_counts(module: ModuleOp) -> Counter[str]:
 
 
 class Dumper:
-    """Writes the stages of one compiled graph into `<root>/<NNN>-<name>/`."""
+    """Writes the stages of one compiled graph into `<root>/<NNN>-<name>/`.
+
+    The dump is diagnostics: a directory that cannot be written (a file, no permission,
+    disk full) turns dumping off with one warning per root, and the compile goes on.
+    """
 
     _graphs = itertools.count()
+    _warned: set[str] = set()
 
     def __init__(self, root: str | os.PathLike[str], name: str = "graph") -> None:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        self.root = str(root)
         self.dir = Path(root) / f"{next(self._graphs):03d}-{safe}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stages = itertools.count()
+        self.failed = False
 
     @classmethod
     def from_env(cls, name: str = "graph") -> Dumper | None:
         root = os.environ.get(DUMP_ENV)
-        return cls(root, name) if root else None
+        if not root:
+            return None
+        try:
+            return cls(root, name)
+        except OSError as e:
+            cls._warn(root, e)
+            return None
+
+    @classmethod
+    def _warn(cls, root: str, error: OSError) -> None:
+        if root not in cls._warned:
+            cls._warned.add(root)
+            logger.warning("vllm_xdsl: %s=%s is not a writable directory (%s); IR dumps are "
+                           "off", DUMP_ENV, root, error.strerror or error)
 
     def module(self, stage: str, module: ModuleOp) -> Path:
         path = self.dir / f"{next(self._stages):02d}-{stage}.mlir"
-        path.write_text(str(module) + "\n")
+        self._write(path, str(module) + "\n")
         return path
 
     def text(self, filename: str, text: str) -> Path:
         path = self.dir / filename
-        path.write_text(text if text.endswith("\n") else text + "\n")
+        self._write(path, text if text.endswith("\n") else text + "\n")
         return path
+
+    def _write(self, path: Path, text: str) -> None:
+        if self.failed:
+            return
+        try:
+            path.write_text(text)
+        except OSError as e:
+            self.failed = True
+            self._warn(self.root, e)
 
 
 def make_pass(name: str, options: PipelineOptions) -> ModulePass | None:
@@ -120,7 +152,12 @@ def make_pass(name: str, options: PipelineOptions) -> ModulePass | None:
         kwargs["target"] = options.target
     if "priority" in fields and options.priority is not None:
         kwargs["priority"] = options.priority
-    return cls(**kwargs)
+    params = options.pass_options.get(name)
+    if not params:
+        return cls(**kwargs)
+    from vllm_xdsl.pass_options import build_pass
+
+    return dataclasses.replace(build_pass(cls, params, python=True), **kwargs)
 
 
 def dispatch_report(p: ModulePass, module: ModuleOp) -> str:
@@ -165,8 +202,8 @@ def run_pipeline(
             result.skipped.append(name)
             continue
         owner = sys.modules.get(type(p).__module__)
-        if owner is not None and hasattr(owner, "LAST_REPORT"):
-            owner.LAST_REPORT = None  # so that a stale report is never shown
+        if owner is not None and "LAST_REPORT" in vars(owner):
+            vars(owner)["LAST_REPORT"] = None  # so that a stale report is never shown
         try:
             p.apply(ctx, module)
             module.verify()

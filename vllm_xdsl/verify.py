@@ -2,8 +2,10 @@
 
 One row per op x provider x activation dtype: PASS, FAIL (with the max error and the first
 failing case), UNAVAILABLE (the impl cannot run here, with why) or SKIP (its
-supports_args rejected every case of the row, with why). Exit status 1 on any FAIL or
-provider load error, 2 on bad arguments.
+supports_args rejected every case of the row, with why). Exit status 1 on any FAIL, on a
+provider load error, or when no row was compared at all (every row UNAVAILABLE or SKIP:
+the summary then says what the providers need, e.g. TRITON_INTERPRET=1 or a GPU); 2 on bad
+arguments.
 
     python -m vllm_xdsl.verify [--provider P] [--op OP] [--full] [--device cpu|cuda]
 
@@ -17,7 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -28,7 +30,7 @@ from vllm_xdsl.ops.tolerance import contract_error, max_error
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         print(f"vllm_xdsl.verify: error: {message}", file=sys.stderr)
         sys.exit(2)
 
@@ -74,13 +76,14 @@ def check_case(op: ops.SemanticOp, fn: Any, case: Case) -> tuple[str | None, flo
     if len(actual) != len(expected):
         return f"{case.label}: {len(actual)} outputs, expected {len(expected)}", float("inf")
     worst = 0.0
-    for name, kind, a, e in zip(op.outputs, output_kinds(op.name, len(expected)), actual,
-                                expected, strict=True):
-        a = a.to(e.device)
-        worst = max(worst, max_error(a.float(), e.float()))
-        problem = contract_error(a, e, kind=kind)  # type: ignore[arg-type]
-        if problem is None and e.dim() == 2 and not e.is_contiguous() and a.stride() != e.stride():
-            problem = f"strides {a.stride()}, expected {e.stride()}"
+    for name, kind, a, want in zip(op.outputs, output_kinds(op.name, len(expected)), actual,
+                                   expected, strict=True):
+        a = a.to(want.device)
+        worst = max(worst, max_error(a.float(), want.float()))
+        problem = contract_error(a, want, kind=kind)
+        if (problem is None and want.dim() == 2 and not want.is_contiguous()
+                and a.stride() != want.stride()):
+            problem = f"strides {a.stride()}, expected {want.stride()}"
         if problem is not None:
             return f"{case.label}: {name}: {problem}", worst
     return None, worst
@@ -115,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--op", help="only this op")
     p.add_argument("--full", action="store_true", help="the whole grid of docs/OPS.md")
     p.add_argument("--device", choices=("cpu", "cuda"),
-                   default="cuda" if torch.cuda.is_available() else "cpu")
+                   default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="where the test inputs live (default: cuda if torch sees a GPU, else cpu)")
     a = p.parse_args(argv)
     if a.op is not None and a.op not in ops.ALL_OPS:
         p.error(f"unknown op {a.op!r} (known: {', '.join(ops.ALL_OPS)})")
@@ -143,7 +147,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                       flush=True)
     failed = sum(r.status()[0] == "FAIL" for r in rows)
     print(f"{len(rows)} rows, {failed} failed" + (f", {len(errors)} load errors" if errors else ""))
-    return 1 if failed or errors else 0
+    compared = sum(r.status()[0] in ("PASS", "FAIL") for r in rows)
+    if compared == 0:
+        print(nothing_compared(rows))
+    return 1 if failed or errors or compared == 0 else 0
+
+
+def nothing_compared(rows: Sequence[Row]) -> str:
+    """Why no row was checked: the first reason each provider gave (what it needs)."""
+    needs: dict[str, str] = {}
+    for r in rows:
+        needs.setdefault(r.provider, r.unavailable or (r.skipped[0] if r.skipped else "no cases"))
+    lines = ["nothing was checked: no row was compared (every row is UNAVAILABLE or SKIP)"]
+    lines += [f"  {provider}: {why}" for provider, why in needs.items()]
+    lines.append("  (--provider native checks the torch custom ops, on any machine)")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@
 // BAD-TARGET: {{.*}}lower-dispatch.mlir: error: lower-dispatch: unknown target 'tpu' (expected one of cuda, rocm, cpu)
 // BAD-PRIO: {{.*}}lower-dispatch.mlir: error: lower-dispatch: bad priority 'rms_norm=triton,,native' for rms_norm: '' is not a provider name
 // BAD-OP: {{.*}}lower-dispatch.mlir: error: lower-dispatch: bad priority 'rms_nrom=triton': unknown op 'rms_nrom'
-// BAD-OPTION: vllm-opt: error: Provided arguments ["tagret"] not found in expected arguments ["target", "priority", "report"]
+// BAD-OPTION: vllm-opt: error: pass 'lower-dispatch' has no option 'tagret' (options: target, priority, report)
 // BAD-OPTION-NOT: Traceback
 
 func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %s: tensor<1xf32>, %g: tensor<?x8192xbf16>, %h: tensor<?x4032xf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4032xf8E4M3FN>, tensor<?x42xf32>) {

@@ -15,19 +15,34 @@ bucket (`tokens = [1]`) for a provider that has no dialect of its own (out of tr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, i64
+from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, StringAttr, i64
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation, prop_def
+from xdsl.irdl import prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.dialects.vllm import SIGNATURES, SemanticSignature, define_op
 
 
-def _verify_table(op: IRDLOperation) -> None:
-    tokens = op.tokens.get_values()  # type: ignore[attr-defined]
-    winners = [w.data for w in op.winners.data]  # type: ignore[attr-defined]
+class AutoSelectionOp(SemanticSignature):
+    """Interface of every `auto.<op>`: its semantic op's signature plus the tuned table."""
+
+    if TYPE_CHECKING:  # defined per op (prop_def), next to the signature's own fields
+        tokens: DenseArrayBase[I64]
+        winners: ArrayAttr[StringAttr]
+
+    def table(self) -> tuple[list[int], list[str]]:
+        return list(self.tokens.get_values()), [w.data for w in self.winners.data]
+
+    def torch_extra_args(self) -> dict[str, Any]:
+        """The runtime op's table, passed after the native's arguments."""
+        tokens, winners = self.table()
+        return {"tokens": tokens, "winners": winners}
+
+
+def _verify_table(op: AutoSelectionOp) -> None:
+    tokens, winners = op.table()
     if not tokens or len(tokens) != len(winners):
         raise VerifyException(
             f"tokens and winners must be non-empty and of equal length, got {len(tokens)} "
@@ -40,30 +55,22 @@ def _verify_table(op: IRDLOperation) -> None:
         raise VerifyException(f"winners must be provider names, got {bad[0]!r}")
 
 
-def _auto_op(signature: type[SemanticSignature]) -> type[IRDLOperation]:
-    def verify_(self: IRDLOperation) -> None:
-        signature.verify_(self)  # type: ignore[arg-type]
+def _auto_op(signature: type[SemanticSignature]) -> type[AutoSelectionOp]:
+    def verify_(self: AutoSelectionOp) -> None:
+        signature.verify_(self)
         _verify_table(self)
 
-    def table(self: Any) -> tuple[list[int], list[str]]:
-        return list(self.tokens.get_values()), [w.data for w in self.winners.data]
-
-    def torch_extra_args(self: Any) -> dict[str, Any]:
-        """What the exporter passes after the native's arguments (the runtime op's table)."""
-        tokens, winners = self.table()
-        return {"tokens": tokens, "winners": winners}
-
-    return define_op("auto", signature, {
+    op = define_op("auto", signature, {
         "tokens": prop_def(DenseArrayBase.constr(i64)),
         "winners": prop_def(ArrayAttr[StringAttr]),
         "verify_": verify_,
-        "table": table,
-        "torch_extra_args": torch_extra_args,
-    })
+    }, interfaces=(AutoSelectionOp,))
+    return cast(type[AutoSelectionOp], op)
 
 
-Auto = Dialect("auto", [_auto_op(sig) for sig in SIGNATURES])
-OPS_BY_NAME = {op.SEMANTIC_NAME: op for op in Auto.operations}  # type: ignore[attr-defined]
+_AUTO_OPS = [_auto_op(sig) for sig in SIGNATURES]
+Auto = Dialect("auto", list(_AUTO_OPS))
+OPS_BY_NAME: dict[str, type[AutoSelectionOp]] = {op.SEMANTIC_NAME: op for op in _AUTO_OPS}
 
 # The exporter finds `torch.ops.vllm_xdsl_auto.<op>` once this dialect is in use.
 import vllm_xdsl.tune.runtime  # noqa: E402, F401

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects.builtin import I64, IntegerAttr, UnitAttr
-from xdsl.ir import Dialect
+from xdsl.ir import Dialect, Operation
 from xdsl.irdl import IRDLOperation, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
@@ -32,8 +32,8 @@ def has_inplace_variant(semantic_name: str) -> bool:
 
 def _power_of_two(name: str, allowed: range) -> Callable[[IRDLOperation], None]:
     def check(op: IRDLOperation) -> None:
-        attr = getattr(op, name)
-        if attr is None:
+        attr = op.properties.get(name)
+        if not isinstance(attr, IntegerAttr):
             return
         value = attr.value.data
         if value not in allowed or value & (value - 1):
@@ -55,13 +55,19 @@ IMPL_PROPERTIES: dict[str, tuple[str, Callable[[IRDLOperation], None] | None]] =
 
 def define_provider_dialect(name: str, properties: tuple[str, ...]) -> Dialect:
     """A dialect `<name>` with one op per semantic op, carrying `properties`."""
-    ops = [_provider_op(name, sig, properties) for sig in SIGNATURES]
+    ops: list[type[Operation]] = [_provider_op(name, sig, properties) for sig in SIGNATURES]
     return Dialect(name, ops)
+
+
+def ops_by_name(dialect: Dialect) -> dict[str, type[SemanticSignature]]:
+    """Semantic op name -> the dialect's op of it."""
+    return {op.SEMANTIC_NAME: op for op in dialect.operations
+            if issubclass(op, SemanticSignature)}
 
 
 def _provider_op(
     dialect: str, signature: type[SemanticSignature], properties: tuple[str, ...]
-) -> type[IRDLOperation]:
+) -> type[SemanticSignature]:
     extra: dict[str, object] = {}
     checks = []
     for prop in properties:
@@ -71,11 +77,11 @@ def _provider_op(
             checks.append(check)
     semantic = signature.SEMANTIC_NAME
 
-    def verify_(self: IRDLOperation) -> None:
-        signature.verify_(self)  # type: ignore[arg-type]
+    def verify_(self: SemanticSignature) -> None:
+        signature.verify_(self)
         for check in checks:
             check(self)
-        if getattr(self, "inplace", None) is not None and not has_inplace_variant(semantic):
+        if "inplace" in self.properties and not has_inplace_variant(semantic):
             raise VerifyException(f"{dialect}.{semantic} has no in-place variant")
 
     extra["verify_"] = verify_

@@ -6,7 +6,9 @@ exactly as before:
     %s = torch.call "aten::add.Tensor"(%a, %b) [#torch.operand<0>, #torch.operand<1>]
            kwargs {alpha = 1 : i64} : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
 
-- `target` is the overload's qualified name (`namespace::op.overload`).
+- `target` is the overload's qualified name (`namespace::op.overload`); one that torch does
+  not know (`aten::mull.Tensor`) does not verify. A namespace with no op loaded in this
+  process (another library's) is not checked, nor `python::` targets.
 - Tensor and symbolic-scalar arguments are SSA operands; `args` is the positional argument
   list in which `#torch.operand<i>` stands for operand i and every other entry is a
   literal: integers, floats, `true`/`false`, strings, `#torch.none`, dtypes
@@ -154,6 +156,9 @@ class CallOp(IRDLOperation):
                 f"target must be a qualified overload name like 'aten::add.Tensor', "
                 f"got {self.target.data!r}"
             )
+        unknown = unknown_target(self.target.data)
+        if unknown is not None:
+            raise VerifyException(unknown)
         used: set[int] = set()
         for attr in _walk(self.args, self.kwargs):
             if isinstance(attr, OperandRefAttr):
@@ -190,6 +195,52 @@ def resolve_overload(target: str):  # noqa: ANN201
     op_name, _, overload = rest.partition(".")
     packet = getattr(getattr(torch.ops, namespace), op_name)
     return getattr(packet, overload or "default")
+
+
+# Targets that verified: the verifier runs after every pass on every call, so each name is
+# resolved once. Failures are not remembered (an op may be registered later).
+_known_targets: set[str] = set()
+_UNCHECKED_NAMESPACES = ("python",)  # resolving those would import modules
+
+
+def unknown_target(target: str) -> str | None:
+    """Why torch has no op `target` ('aten::mull.Tensor'), or None if it has or cannot tell.
+
+    A namespace with no op registered in this process (a library that is not loaded, such
+    as vLLM's `_C` in a dump read elsewhere) is accepted: the call stays opaque."""
+    if target in _known_targets:
+        return None
+    namespace, _, rest = target.partition("::")
+    if namespace == "higher_order":
+        import torch
+
+        if not hasattr(torch.ops.higher_order, rest):
+            return f"unknown torch op {target!r}: torch has no higher-order op {rest!r}"
+    elif namespace not in _UNCHECKED_NAMESPACES:
+        try:
+            resolve_overload(target)
+        except (AttributeError, RuntimeError):
+            if namespace in _loaded_namespaces():
+                return _why_unknown(target, namespace, rest)
+    _known_targets.add(target)
+    return None
+
+
+def _why_unknown(target: str, namespace: str, rest: str) -> str:
+    import torch
+
+    op_name, _, overload = rest.partition(".")
+    try:
+        getattr(getattr(torch.ops, namespace), op_name)
+    except (AttributeError, RuntimeError):
+        return f"unknown torch op {target!r}: torch has no op {namespace}::{op_name}"
+    return f"unknown torch op {target!r}: {namespace}::{op_name} has no overload {overload or 'default'!r}"
+
+
+def _loaded_namespaces() -> set[str]:
+    import torch
+
+    return {name.partition("::")[0] for name in torch._C._dispatch_get_all_op_names()}
 
 
 def is_side_effect_free(op: CallOp) -> bool:

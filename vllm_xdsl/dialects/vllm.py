@@ -20,7 +20,7 @@ declare one op per kernel with exactly the same operands, results and verifier.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import torch
 from xdsl.dialects.builtin import (
@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
 )
-from xdsl.ir import Dialect, SSAValue
+from xdsl.ir import Dialect, OpResult, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -69,18 +69,91 @@ class SemanticSignature(IRDLOperation):
     # The name of the semantic op (OPS.md), shared by its vllm op and provider ops.
     SEMANTIC_NAME: ClassVar[str]
 
+    # The typed interfaces below declare, for the type checker only, the fields that each
+    # signature of the family defines with operand_def/result_def/prop_def (IRDL reads a
+    # class's fields from its body, so they cannot be declared here at run time).
+    if TYPE_CHECKING:
+        x: SSAValue  # every semantic op's first operand: the activation
+
+    def torch_extra_args(self) -> dict[str, Any]:
+        """Arguments the exporter passes after the native's (auto.*: its bucket table)."""
+        return {}
+
+
+# --- typed interfaces of the op families ---------------------------------------------------
+
+
+class NormOp(SemanticSignature):
+    """The norm family (rms_norm, fused_add_rms_norm and their fused quant forms)."""
+
+    if TYPE_CHECKING:
+        weight: SSAValue | None
+        epsilon_value: SSAValue | None  # a runtime epsilon (tensor<f64>), or None
+        epsilon: FloatAttr[Float64Type] | None  # a compile-time epsilon, or None
+
     def epsilon_float(self) -> float | None:
         """Epsilon when it is a compile-time property, else None (runtime operand)."""
-        prop = getattr(self, "epsilon", None)
-        return None if prop is None else prop.value.data
+        return None if self.epsilon is None else self.epsilon.value.data
+
+    def epsilon_arg(self) -> float | SSAValue:
+        """Epsilon as the native gets it: the compile-time value, else the runtime operand."""
+        eps = self.epsilon_float()
+        if eps is not None:
+            return eps
+        assert self.epsilon_value is not None  # the verifier: exactly one of the two
+        return self.epsilon_value
 
 
-class _NormMixin(SemanticSignature):
+class ResidualNormOp(NormOp):
+    """A norm of x + residual that also returns the sum (the fused_add_rms_norm forms)."""
+
+    if TYPE_CHECKING:
+        residual: SSAValue
+        residual_out: OpResult[TensorType]
+
+
+class QuantOp(SemanticSignature):
+    """The quant family: every op whose result `q` is quantized, described by a QuantScheme."""
+
+    if TYPE_CHECKING:
+        q: OpResult[TensorType]
+
+    def quant_scheme(self) -> QuantScheme:
+        raise NotImplementedError
+
+    # The optional parts of a quant, by meaning (each form names its own fields).
+    def static_scale(self) -> SSAValue | None:
+        """The scale operand of a static scheme."""
+        return None
+
+    def scale_upper_bound(self) -> SSAValue | None:
+        """The scale_ub operand (dynamic per-token fp8), if given."""
+        return None
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        """The scales result of a dynamic scheme."""
+        return None
+
+    def _q_dtype(self) -> torch.dtype:
+        return torch_dtype(self.q.type.element_type)
+
+
+class FusedQuantOp(QuantOp):
+    """A producer fused with its quant: the scheme is an attribute, scale(s) optional."""
+
+    if TYPE_CHECKING:
+        scheme: QuantSchemeAttr
+        scale: SSAValue | None  # the static scale
+        scale_ub: SSAValue | None  # the upper bound of dynamic per-token scales
+        scales: OpResult[TensorType] | None  # the computed scales (dynamic schemes)
+
+
+class _NormMixin(NormOp):
     """Checks shared by the norm ops: x, residual, weight, epsilon."""
 
     def _verify_norm(self) -> TensorType:
         x = check.activation(self.x)
-        if hasattr(self, "residual"):
+        if isinstance(self, ResidualNormOp):
             check.same_shape(self.residual, x, "residual", None)
             check.activation(self.residual, "residual")
         check.weight(self.weight, x)
@@ -88,14 +161,8 @@ class _NormMixin(SemanticSignature):
         return x
 
 
-class _QuantMixin(SemanticSignature):
+class _QuantMixin(QuantOp):
     """Quant ops describe their quantization as a QuantScheme, whatever their form."""
-
-    def quant_scheme(self) -> QuantScheme:
-        raise NotImplementedError
-
-    def _q_dtype(self) -> torch.dtype:
-        return torch_dtype(self.q.type.element_type)  # type: ignore[attr-defined]
 
 
 # --- unfused norm ops --------------------------------------------------------------------
@@ -121,7 +188,7 @@ class RmsNormSignature(_NormMixin):
                 )
 
 
-class FusedAddRmsNormSignature(_NormMixin):
+class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm"
     x = operand_def(TensorType)
     residual = operand_def(TensorType)
@@ -154,6 +221,9 @@ class StaticScaledFp8QuantSignature(_QuantMixin):
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=True, granularity="tensor")
 
+    def static_scale(self) -> SSAValue | None:
+        return self.scale
+
 
 class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
     SEMANTIC_NAME: ClassVar[str] = "static_scaled_int8_quant"
@@ -178,6 +248,9 @@ class DynamicScaledFp8QuantSignature(_QuantMixin):
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=False, granularity="tensor")
 
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scale
+
 
 class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
@@ -196,6 +269,12 @@ class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=False, granularity="token")
 
+    def scale_upper_bound(self) -> SSAValue | None:
+        return self.scale_ub
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
+
 
 class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
@@ -210,6 +289,9 @@ class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
 
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(self._q_dtype(), static=False, granularity="token")
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
 
 
 class PerTokenGroupFp8QuantSignature(_QuantMixin):
@@ -239,23 +321,35 @@ class PerTokenGroupFp8QuantSignature(_QuantMixin):
             group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
         )
 
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
+
 
 # --- fused ops ---------------------------------------------------------------------------
 
 
-class _FusedQuantMixin(_QuantMixin):
+class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
     """A fused op's scheme is its `scheme` attribute plus its `q` element type."""
 
     def quant_scheme(self) -> QuantScheme:
-        return self.scheme.to_scheme(self._q_dtype())  # type: ignore[attr-defined]
+        return self.scheme.to_scheme(self._q_dtype())
+
+    def static_scale(self) -> SSAValue | None:
+        return self.scale
+
+    def scale_upper_bound(self) -> SSAValue | None:
+        return self.scale_ub
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return self.scales
 
     def _verify_scheme(self, x: TensorType, q_shape_of: TensorType) -> None:
         dtype = check.quant_result(self.q, q_shape_of, "fp8 or int8")
         try:
-            scheme = self.scheme.to_scheme(dtype)  # type: ignore[attr-defined]
+            scheme = self.scheme.to_scheme(dtype)
         except ValueError as e:
             raise VerifyException(
-                f"scheme {self.scheme} does not fit result element type "  # type: ignore[attr-defined]
+                f"scheme {self.scheme} does not fit result element type "
                 f"{self.q.type.element_type}: "
                 f"{str(e).split(': ', 1)[-1]}"
             ) from None
@@ -300,7 +394,7 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
         self._verify_scheme(x, x)
 
 
-class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
+class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm_quant"
     x = operand_def(TensorType)
     residual = operand_def(TensorType)
@@ -332,13 +426,20 @@ def _flag(attr: BoolAttr | None) -> bool:
 # name them, so every check below holds for all of them alike.
 
 
-class _ActAndMulMixin(SemanticSignature):
-    ACTIVATION: ClassVar[str]
+class ActAndMulOp(SemanticSignature):
+    """The act-and-mul family: `act(gate) * up`, plain or fused with a quant."""
 
+    ACTIVATION: ClassVar[str]  # "silu", "gelu" or "gelu_tanh" (ops/activations.py)
+
+    if TYPE_CHECKING:
+        up: SSAValue | None  # None: x holds the gate and up halves
+
+
+class _ActAndMulMixin(ActAndMulOp):
     def _verify_act(self, result: SSAValue, what: str) -> TensorType:
         """Checks x and up; returns the shape the result has (element type of x)."""
         x = check.activation(self.x)
-        up: SSAValue | None = getattr(self, "up", None)
+        up = self.up
         if up is not None:
             check.same_shape(up, x, "up", x.element_type)
             check.same_shape(result, x, what, None)
@@ -450,12 +551,19 @@ ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
 SIGNATURES: tuple[type[SemanticSignature], ...] = tuple(ASSEMBLY_FORMATS)
 
 
+_Sig = TypeVar("_Sig", bound=SemanticSignature)
+
+
 def define_op(
-    dialect: str, signature: type[SemanticSignature], extra: dict[str, object] | None = None
-) -> type[IRDLOperation]:
+    dialect: str,
+    signature: type[_Sig],
+    extra: dict[str, object] | None = None,
+    interfaces: tuple[type[SemanticSignature], ...] = (),
+) -> type[_Sig]:
     """Declare `<dialect>.<semantic op>` with the signature's operands, results and syntax.
 
-    `extra` adds class attributes, e.g. the implementation properties of a provider op.
+    `extra` adds class attributes, e.g. the implementation properties of a provider op;
+    `interfaces` adds base classes after the signature (e.g. auto's AutoSelectionOp).
     """
     from xdsl.irdl import irdl_op_definition
 
@@ -469,7 +577,7 @@ def define_op(
         **(extra or {}),
     }
     class_name = "".join(p.title() for p in signature.SEMANTIC_NAME.split("_")) + "Op"
-    return irdl_op_definition(type(class_name, (signature,), body))
+    return cast("type[_Sig]", irdl_op_definition(type(class_name, (signature, *interfaces), body)))
 
 
 def _has_optional_operand(signature: type[SemanticSignature]) -> bool:
@@ -490,25 +598,31 @@ def _traits():  # noqa: ANN202
 
 _VLLM_OPS = {sig: define_op("vllm", sig) for sig in SIGNATURES}
 
-RmsNormOp = _VLLM_OPS[RmsNormSignature]
-FusedAddRmsNormOp = _VLLM_OPS[FusedAddRmsNormSignature]
-StaticScaledFp8QuantOp = _VLLM_OPS[StaticScaledFp8QuantSignature]
-DynamicScaledFp8QuantOp = _VLLM_OPS[DynamicScaledFp8QuantSignature]
-DynamicPerTokenScaledFp8QuantOp = _VLLM_OPS[DynamicPerTokenScaledFp8QuantSignature]
-PerTokenGroupFp8QuantOp = _VLLM_OPS[PerTokenGroupFp8QuantSignature]
-StaticScaledInt8QuantOp = _VLLM_OPS[StaticScaledInt8QuantSignature]
-DynamicPerTokenScaledInt8QuantOp = _VLLM_OPS[DynamicPerTokenScaledInt8QuantSignature]
-SiluAndMulOp = _VLLM_OPS[SiluAndMulSignature]
-RmsNormQuantOp = _VLLM_OPS[RmsNormQuantSignature]
-FusedAddRmsNormQuantOp = _VLLM_OPS[FusedAddRmsNormQuantSignature]
-SiluAndMulQuantOp = _VLLM_OPS[SiluAndMulQuantSignature]
-GeluAndMulOp = _VLLM_OPS[GeluAndMulSignature]
-GeluTanhAndMulOp = _VLLM_OPS[GeluTanhAndMulSignature]
-GeluAndMulQuantOp = _VLLM_OPS[GeluAndMulQuantSignature]
-GeluTanhAndMulQuantOp = _VLLM_OPS[GeluTanhAndMulQuantSignature]
+
+def _vllm_op(signature: type[_Sig]) -> type[_Sig]:
+    """The vllm op of `signature`, typed as its signature (for the type checker)."""
+    return cast("type[_Sig]", _VLLM_OPS[signature])
+
+
+RmsNormOp = _vllm_op(RmsNormSignature)
+FusedAddRmsNormOp = _vllm_op(FusedAddRmsNormSignature)
+StaticScaledFp8QuantOp = _vllm_op(StaticScaledFp8QuantSignature)
+DynamicScaledFp8QuantOp = _vllm_op(DynamicScaledFp8QuantSignature)
+DynamicPerTokenScaledFp8QuantOp = _vllm_op(DynamicPerTokenScaledFp8QuantSignature)
+PerTokenGroupFp8QuantOp = _vllm_op(PerTokenGroupFp8QuantSignature)
+StaticScaledInt8QuantOp = _vllm_op(StaticScaledInt8QuantSignature)
+DynamicPerTokenScaledInt8QuantOp = _vllm_op(DynamicPerTokenScaledInt8QuantSignature)
+SiluAndMulOp = _vllm_op(SiluAndMulSignature)
+RmsNormQuantOp = _vllm_op(RmsNormQuantSignature)
+FusedAddRmsNormQuantOp = _vllm_op(FusedAddRmsNormQuantSignature)
+SiluAndMulQuantOp = _vllm_op(SiluAndMulQuantSignature)
+GeluAndMulOp = _vllm_op(GeluAndMulSignature)
+GeluTanhAndMulOp = _vllm_op(GeluTanhAndMulSignature)
+GeluAndMulQuantOp = _vllm_op(GeluAndMulQuantSignature)
+GeluTanhAndMulQuantOp = _vllm_op(GeluTanhAndMulQuantSignature)
 
 # Semantic op name -> vllm op class.
-OPS_BY_NAME: dict[str, type[IRDLOperation]] = {
+OPS_BY_NAME: dict[str, type[SemanticSignature]] = {
     sig.SEMANTIC_NAME: op for sig, op in _VLLM_OPS.items()
 }
 

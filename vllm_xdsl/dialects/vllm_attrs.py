@@ -18,9 +18,9 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
 
-_KEYWORD_OF_GRANULARITY = {g: f"per_{g}" for g in GRANULARITIES}
+_KEYWORD_OF_GRANULARITY: dict[str, str] = {g: f"per_{g}" for g in GRANULARITIES}
 _GRANULARITY_OF_KEYWORD = {k: g for g, k in _KEYWORD_OF_GRANULARITY.items()}
 
 
@@ -76,7 +76,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
         return QuantScheme(
             dtype=dtype,
             static=self.static,
-            granularity=self.granularity.data,  # type: ignore[arg-type]
+            granularity=granularity_of(self.granularity.data),
             group_size=self.group_size.data,
             column_major_scales=bool(self.column_major_scales.data),
             use_ue8m0=bool(self.use_ue8m0.data),
@@ -142,7 +142,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
                     group_eps = parser.parse_float()
                 else:
                     break
-            params = [
+            params: list[Attribute] = [
                 StringAttr(mode),
                 StringAttr(granularity),
                 IntAttr(group_size),
@@ -162,15 +162,15 @@ def _structural_problem(
     static: bool, granularity: str, group_size: int, column_major: bool, use_ue8m0: bool
 ) -> str | None:
     """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
-    scheme = dict(
-        static=static,
-        granularity=granularity,
-        group_size=group_size,
-        column_major_scales=column_major,
-        use_ue8m0=use_ue8m0,
-    )
     try:
-        QuantScheme(torch.float8_e4m3fn, **scheme)  # type: ignore[arg-type]
+        QuantScheme(
+            torch.float8_e4m3fn,
+            static=static,
+            granularity=granularity_of(granularity),
+            group_size=group_size,
+            column_major_scales=column_major,
+            use_ue8m0=use_ue8m0,
+        )
     except ValueError as e:
         return str(e).split(": ", 1)[-1]
     return None

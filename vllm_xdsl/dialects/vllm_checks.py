@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
     Float8E4M3FNType,
     Float8E4M3FNUZType,
     Float32Type,
+    FloatAttr,
     IntegerType,
     TensorType,
 )
@@ -87,14 +88,14 @@ def weight(value: SSAValue | None, x: TensorType) -> None:
         raise VerifyException(f"weight must have a float element type, got {t.element_type}")
 
 
-def epsilon(prop: Attribute | None, operand: SSAValue | None) -> None:
+def epsilon(prop: FloatAttr | None, operand: SSAValue | None) -> None:
     """Epsilon is exactly one of: an f64 property, a runtime scalar operand."""
     if (prop is None) == (operand is None):
         raise VerifyException(
             "epsilon must be given exactly once: as the `epsilon` property or as a runtime operand"
         )
-    if prop is not None and prop.value.data < 0:  # type: ignore[attr-defined]
-        raise VerifyException(f"epsilon must be >= 0, got {prop.value.data}")  # type: ignore[attr-defined]
+    if prop is not None and prop.value.data < 0:
+        raise VerifyException(f"epsilon must be >= 0, got {prop.value.data}")
     if operand is not None:
         t = operand.type
         scalar = isinstance(t, AnyFloat) or (
@@ -122,7 +123,7 @@ def quant_result(value: SSAValue, x: TensorType, allowed: str) -> torch.dtype:
     is_int8 = isinstance(et, IntegerType) and et.width.data == 8
     if not ((is_fp8 and "fp8" in allowed) or (is_int8 and "int8" in allowed)):
         raise VerifyException(f"quantized result q must be {allowed}, got element type {et}")
-    return _dtype(et)
+    return torch_dtype(et)  # fp8 and int8 have one
 
 
 def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:

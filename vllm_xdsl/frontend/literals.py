@@ -50,14 +50,15 @@ def _operand_ref(index: int) -> OperandRefAttr:
 
 
 @functools.cache
-def _scalar(value: bool | int | float | str, kind: type) -> Attribute:
-    if kind is bool:
+def _scalar(value: bool | int | float | str, kind: str) -> Attribute:
+    # Keyed by the type's name too: True, 1 and 1.0 are equal keys.
+    if kind == "bool":
         return BoolAttr.from_bool(bool(value))
-    if kind is int:
-        return IntegerAttr(value, IntegerType(64))
-    if kind is float:
-        return FloatAttr(value, Float64Type())
-    return StringAttr(value)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        return StringAttr(value)
+    if kind == "int":
+        return IntegerAttr(int(value), IntegerType(64))
+    return FloatAttr(float(value), Float64Type())
 
 
 @functools.cache
@@ -79,7 +80,7 @@ def literal(value: Any, operand: Callable[[torch.fx.Node], int], what: str) -> A
         # -0.0 and 0.0 (and nan) are equal keys or unhashable-equal: build those fresh.
         if kind is float and (value == 0.0 or value != value):
             return FloatAttr(value, Float64Type())
-        return _scalar(value, kind)
+        return _scalar(value, kind.__name__)
     if value is None:
         return _NONE
     if isinstance(value, torch.dtype):

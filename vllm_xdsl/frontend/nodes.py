@@ -76,8 +76,9 @@ class NodeImporter:
         self.values[node] = op.results[0]
 
     def call_function(self, node: torch.fx.Node) -> None:
-        if node.target is operator.getitem and isinstance(self.values.get(node.args[0]), list):
-            results = self.values[node.args[0]]  # type: ignore[index]
+        source = node.args[0] if node.args else None
+        results = self.values.get(source) if isinstance(source, torch.fx.Node) else None
+        if node.target is operator.getitem and isinstance(results, list):
             index = node.args[1]
             if not isinstance(index, int) or not -len(results) <= index < len(results):
                 raise FrontendError(f"getitem {node.name}: bad index {index!r}")

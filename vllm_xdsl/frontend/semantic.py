@@ -53,7 +53,9 @@ def is_semantic(target: Any) -> bool:
 
 def bind(node: torch.fx.Node) -> dict[str, Any]:
     """Every schema argument of the call by name, defaults filled in."""
-    schema = node.target._schema  # type: ignore[union-attr]
+    target = node.target
+    assert isinstance(target, torch._ops.OpOverload), f"{node}: not a semantic op call"
+    schema = target._schema
     bound: dict[str, Any] = {}
     for i, arg in enumerate(schema.arguments):
         if i < len(node.args):

@@ -68,6 +68,8 @@ def make_norm(cfg: DecoderConfig, hidden: int) -> nn.Module:
 
 
 class Fp8Linear(nn.Module):
+    input_scale: torch.Tensor  # a buffer
+
     """A linear whose input is fp8-quantized with a static per-tensor scale, in f32 as
     vLLM's native quant does (one rounding, f32 -> fp8), then dequantized for the matmul."""
 
@@ -104,6 +106,8 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
+    inv_freq: torch.Tensor  # a buffer
+
     def __init__(self, cfg: DecoderConfig) -> None:
         super().__init__()
         self.heads, self.head_dim = cfg.heads, cfg.head_dim
@@ -117,7 +121,7 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tokens = x.shape[0]
         q, k, v = self.qkv_proj(x).view(tokens, 3, self.heads, self.head_dim).unbind(1)
-        if self.q_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         freqs = torch.outer(torch.arange(tokens, device=x.device).float(), self.inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ import torch
 
 from vllm_xdsl.ops import registry
 from vllm_xdsl.ops.impl import Impl, TensorMeta
-from vllm_xdsl.ops.policy import AUTO, DispatchError, Priority, resolve
+from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError, Priority, resolve
 
 if TYPE_CHECKING:
     from vllm_xdsl.ops.op import SemanticOp
@@ -30,13 +30,23 @@ class Decision:
     rejected: list[tuple[str, str]] = field(default_factory=list)
 
 
+# Decides a priority list holding `auto`: (op, argument metadata, choices, their source,
+# target) -> Decision. Installed by the tuner (vllm_xdsl.tune, a plugin of the registry).
+AutoPolicy = Callable[["SemanticOp", dict[str, Any], tuple[Choice, ...], str, str], Decision]
+_auto_policy: AutoPolicy | None = None
+
+
+def set_auto_policy(policy: AutoPolicy) -> None:
+    """Install the policy for `auto` in priority lists (vllm_xdsl.tune does on import)."""
+    global _auto_policy
+    _auto_policy = policy
+
+
 def _op(op: SemanticOp | str) -> SemanticOp:
     if not isinstance(op, str):
         return op
-    from vllm_xdsl.ops import ALL_OPS
-
     try:
-        return ALL_OPS[op]
+        return registry.all_ops()[op]
     except KeyError:
         raise DispatchError(f"unknown op {op!r}") from None
 
@@ -69,15 +79,18 @@ def select(
 
     `args_meta`: the op's arguments by name (or positionally), tensors as TensorMeta.
     Raises DispatchError for an unknown provider or a forced impl that cannot run. A list
-    holding `auto` is decided by measuring the candidates (vllm_xdsl.tune.auto).
+    holding `auto` is decided by the installed auto policy (vllm_xdsl.tune measures).
     """
     op = _op(op)
     meta = meta_args(op, args_meta)
     choices, source = resolve(op.name, priority, target)
     if any(c.provider == AUTO for c in choices):
-        from vllm_xdsl.tune.auto import auto_decision  # autotuning (vllm_xdsl/tune)
-
-        return auto_decision(op, meta, choices, source, target)
+        registry.ensure_loaded()  # loads the tuner, which installs the policy
+        if _auto_policy is None:
+            why = "; ".join(registry.load_errors()) or "it installed no auto policy"
+            raise DispatchError(f"{op.name}: priority 'auto' ({source}) needs the tuner "
+                                f"(vllm_xdsl.tune): {why}")
+        return _auto_policy(op, meta, choices, source, target)
     if any(c.provider != "native" for c in choices):
         registry.ensure_loaded()
     rejected: list[tuple[str, str]] = []
@@ -85,6 +98,7 @@ def select(
         if c.provider == "native":
             return Decision(op.name, "native", op.native_impl, rejected)
         impl = op._impls.get(c.provider)
+        reason: str | None
         if impl is None:
             if not registry.is_known_provider(c.provider):
                 known = ", ".join(sorted(registry.registered_providers() |

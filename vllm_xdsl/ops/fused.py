@@ -12,7 +12,7 @@ from torch import Tensor
 
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.scheme import QuantScheme, granularity_of
 
 
 def quant_native(
@@ -56,8 +56,9 @@ def scheme_of(
     """The scheme of a fused op's arguments; ValueError naming the op if it is not allowed."""
     try:
         scheme = QuantScheme(
-            quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps
-        )  # type: ignore[arg-type]
+            quant_dtype, static, granularity_of(granularity), group_size, column_major_scales,
+            use_ue8m0, group_eps,
+        )
     except ValueError as e:
         raise ValueError(f"{op}: {e}") from None
     if not static and granularity == "tensor":

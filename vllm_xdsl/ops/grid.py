@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
+from vllm_xdsl.ops.tolerance import Kind
 
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -151,11 +152,12 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                         yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
 
 
-def output_kinds(op: str, n: int) -> tuple[str, ...]:
+def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
     """Tolerance kind of each output: norm outputs use OPS.md's f16 norm tolerance."""
     if op in NORM_OPS:
-        return ("norm", "value")[:n]
-    kinds = ["value"] * n
+        norm: tuple[Kind, ...] = ("norm", "value")
+        return norm[:n]
+    kinds: list[Kind] = ["value"] * n
     if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS):
         kinds[-1] = "scales"
     return tuple(kinds)

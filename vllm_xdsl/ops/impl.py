@@ -92,7 +92,7 @@ class Impl:
         op: str,
         provider: str,
         fn: Callable[..., Any],
-        supported: bool | Callable[[], bool | str],
+        supported: bool | Callable[..., bool | str],
         supports_args: Callable[..., bool | str] | None,
         inplace: bool,
     ) -> None:
@@ -121,12 +121,15 @@ class Impl:
         """
         cache = self._available
         if target not in cache:
-            s = self.supported
-            if callable(s):
+            supported = self.supported
+            s: bool | str
+            if callable(supported):
                 try:
-                    s = s(target=target) if _takes_target(s) else s()
+                    s = supported(target=target) if _takes_target(supported) else supported()
                 except Exception as e:  # a broken probe makes the impl unavailable, visibly
                     s = f"availability check raised {type(e).__name__}: {e}"
+            else:
+                s = supported
             cache[target] = _reason(s, "not supported here")
         return cache[target]
 

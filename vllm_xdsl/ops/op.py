@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch.compiler import is_compiling
 
-from vllm_xdsl.ops import eager
+from vllm_xdsl.ops import eager, registry
 from vllm_xdsl.ops.impl import Impl, RegistrationError, check_impl_signature
 
 
@@ -54,6 +54,7 @@ class SemanticOp:
             {"__call__": eager.make_call(self, False),
              "maybe_inplace": eager.make_call(self, True)},
         )
+        registry.declare(self)
 
     def __repr__(self) -> str:
         return f"<SemanticOp vllm_xdsl::{self.name}{self.signature}>"
@@ -64,7 +65,7 @@ class SemanticOp:
         self,
         provider: str,
         *,
-        supported: bool | Callable[[], bool | str] = True,
+        supported: bool | Callable[..., bool | str] = True,
         supports_args: Callable[..., bool | str] | None = None,
         inplace: bool = False,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -90,8 +91,6 @@ class SemanticOp:
             self._impls[provider] = Impl(
                 self.name, provider, fn, supported, supports_args, inplace
             )
-            from vllm_xdsl.ops import registry
-
             registry.changed()
             return fn
 
@@ -99,15 +98,11 @@ class SemanticOp:
 
     def unregister_impl(self, provider: str) -> None:
         """Remove a provider's impl (for tests and plugin reloads); KeyError if absent."""
-        from vllm_xdsl.ops import registry
-
         del self._impls[provider]
         registry.changed()
 
     def impls(self) -> dict[str, Impl]:
         """Registered implementations by provider (out-of-tree providers loaded), native last."""
-        from vllm_xdsl.ops import registry
-
         registry.ensure_loaded()
         return {**self._impls, "native": self.native_impl}
 

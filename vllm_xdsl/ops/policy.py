@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from vllm_xdsl.ops import registry
+
 ENV_VAR = "VLLM_XDSL_PRIORITY"
 AUTO = "auto"
 PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
@@ -73,8 +75,7 @@ def _parse_list(text: str, where: str) -> tuple[Choice, ...]:
 @lru_cache(maxsize=256)
 def parse_priority(text: str) -> Priority:
     """Parse a priority string; DispatchError on bad syntax or an unknown op name."""
-    from vllm_xdsl.ops import ALL_OPS
-
+    known = registry.all_ops()
     per_op: dict[str, tuple[Choice, ...]] = {}
     default: tuple[Choice, ...] | None = None
     for segment in text.split(";"):
@@ -84,7 +85,7 @@ def parse_priority(text: str) -> Priority:
         if "=" in segment:
             op, _, rest = segment.partition("=")
             op = op.strip()
-            if op not in ALL_OPS:
+            if op not in known:
                 raise DispatchError(f"bad priority {text!r}: unknown op {op!r}")
             if op in per_op:
                 raise DispatchError(f"bad priority {text!r}: op {op!r} listed twice")

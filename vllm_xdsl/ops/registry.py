@@ -24,11 +24,17 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vllm_xdsl.ops.impl import Impl
+    from vllm_xdsl.ops.op import SemanticOp
 
 ENTRY_POINT_GROUP = "vllm_xdsl.providers"
 BUILTIN_PROVIDERS: tuple[str, ...] = ("cuda", "rocm", "triton")
 _BUILTIN_MODULE = "vllm_xdsl.backends.{}.provider"
+# Built-in plugins of the policy, loaded with the providers: the tuner installs the `auto`
+# priority (dispatch.set_auto_policy), so that dispatch never imports it.
+BUILTIN_PLUGINS: tuple[str, ...] = ("vllm_xdsl.tune",)
 
+# Every declared op by name, in declaration order (SemanticOp declares itself here).
+_ops: dict[str, SemanticOp] = {}
 _lock = threading.RLock()
 _loaded = False
 _loading = False
@@ -47,6 +53,8 @@ def ensure_loaded() -> None:
         try:
             for name in BUILTIN_PROVIDERS:
                 _load_builtin(name)
+            for module in BUILTIN_PLUGINS:
+                _load_module(f"plugin {module!r}", module)
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 _load_entry_point(ep)
         finally:
@@ -72,6 +80,13 @@ def _load_builtin(name: str) -> None:
         _fail(f"{name!r} ({module})", e)
 
 
+def _load_module(what: str, module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception as e:
+        _fail(what, e)
+
+
 def _load_entry_point(ep) -> None:
     try:
         obj = ep.load()
@@ -89,24 +104,22 @@ def load_errors() -> list[str]:
     return list(_load_errors)
 
 
-def all_ops():
-    from vllm_xdsl.ops import ALL_OPS
+def declare(op: SemanticOp) -> None:
+    """Enter a newly declared op in the table (ValueError if its name is taken)."""
+    if op.name in _ops:
+        raise ValueError(f"op {op.name!r} is declared twice")
+    _ops[op.name] = op
 
-    return ALL_OPS
+
+def all_ops() -> dict[str, SemanticOp]:
+    """Every declared op by name (vllm_xdsl.ops.ALL_OPS once the package has loaded)."""
+    return _ops
 
 
 def changed() -> None:
     """Registrations changed: drop every cached eager decision."""
-    ops = all_ops() if _ops_ready() else {}
-    for op in ops.values():
+    for op in _ops.values():
         op.clear_cache()
-
-
-def _ops_ready() -> bool:
-    import sys
-
-    mod = sys.modules.get("vllm_xdsl.ops")
-    return mod is not None and hasattr(mod, "ALL_OPS")
 
 
 def registered_providers() -> set[str]:

@@ -15,6 +15,15 @@ import torch
 Granularity = Literal["tensor", "token", "group"]
 GRANULARITIES: tuple[Granularity, ...] = ("tensor", "token", "group")
 
+
+def granularity_of(text: str) -> Granularity:
+    """`text` (from IR or a custom op's str argument) as a Granularity; ValueError if none."""
+    for granularity in GRANULARITIES:
+        if text == granularity:
+            return granularity
+    raise ValueError(f"granularity must be one of {GRANULARITIES}, not {text!r}")
+
+
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 QUANT_DTYPES = (*FP8_DTYPES, torch.int8)
 

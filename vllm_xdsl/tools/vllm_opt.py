@@ -13,6 +13,7 @@ exit; with `--verify-diagnostics` the line goes to stdout and the exit is 0.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 from collections.abc import Sequence
@@ -40,7 +41,17 @@ class VllmOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None) -> None:
         self._source_text = ""
+        given = sys.argv[1:] if args is None else args
+        # Only --help pays for importing every pass (it reads their options).
+        self._help_requested = any(a in ("-h", "--help") for a in given)
         super().__init__(description="vllm-xdsl optimizer driver", args=args)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        if self._help_requested:
+            from vllm_xdsl.tools.pass_help import add_pass_help
+
+            add_pass_help(arg_parser, self.available_passes)
 
     def register_all_dialects(self) -> None:
         from vllm_xdsl.dialects import dialect_factories
@@ -66,6 +77,14 @@ class VllmOptMain(xDSLOptMain):
                 self.available_targets[name] = functools.partial(
                     lambda m, c: getattr(importlib.import_module(m), c), module, cls
                 )
+
+    def setup_pipeline(self) -> None:
+        try:
+            super().setup_pipeline()
+        except ValueError as e:  # xDSL's message names neither the pass nor the option
+            from vllm_xdsl.pass_options import explain_pipeline
+
+            raise ValueError(explain_pipeline(self.available_passes, self.args.passes) or e) from None
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0

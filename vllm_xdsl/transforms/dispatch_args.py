@@ -20,6 +20,7 @@ import torch
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from vllm_xdsl.dialects.vllm import NormOp, QuantOp, RmsNormSignature, SemanticSignature
 from vllm_xdsl.ops import ALL_OPS, TensorMeta
 
 # Native parameter -> QuantScheme field (unfused per-group names and fused names).
@@ -39,19 +40,21 @@ _TENSOR_OPERANDS = ("x", "up", "residual", "weight", "scale", "scale_ub")
 
 def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str, Any]:
     """The native function's arguments of `op`, by parameter name (defaults not applied)."""
-    semantic = ALL_OPS[op.SEMANTIC_NAME]  # type: ignore[attr-defined]
-    scheme = op.quant_scheme() if hasattr(op, "quant_scheme") else None
+    assert isinstance(op, SemanticSignature)
+    semantic = ALL_OPS[op.SEMANTIC_NAME]
+    scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
     args: dict[str, Any] = {}
     for name in semantic.signature.parameters:
         if name in _TENSOR_OPERANDS and _is_operand(op, name):
+            # Operands are named as the native's parameters (OPS.md): looked up by name.
             v = getattr(op, name)
             args[name] = None if v is None else value_of(v)
-        elif name == "epsilon":
-            eps = op.epsilon_float()  # type: ignore[attr-defined]
-            args[name] = value_of(op.epsilon_value) if eps is None else eps  # type: ignore[attr-defined]
-        elif name == "variance_size":
-            v = op.variance_size  # type: ignore[attr-defined]
-            args[name] = None if v is None else v.value.data
+        elif name == "epsilon" and isinstance(op, NormOp):
+            eps = op.epsilon_arg()
+            args[name] = value_of(eps) if isinstance(eps, SSAValue) else eps
+        elif name == "variance_size" and isinstance(op, RmsNormSignature):
+            size = op.variance_size
+            args[name] = None if size is None else size.value.data
         elif scheme is not None and name in _SCHEME_FIELDS:
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
         else:
@@ -59,7 +62,7 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
     return args
 
 
-def _is_operand(op: Operation, name: str) -> bool:
+def _is_operand(op: SemanticSignature, name: str) -> bool:
     return name in {n for n, _ in type(op).get_irdl_definition().operands}
 
 

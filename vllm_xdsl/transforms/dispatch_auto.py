@@ -13,19 +13,16 @@ candidates excluded for wrong results or not measured.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, StringAttr, i64
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter
 
-from vllm_xdsl.ops import ALL_OPS, Decision, DispatchReport, parse_priority
+from vllm_xdsl.ops import ALL_OPS, Decision
 from vllm_xdsl.ops.policy import AUTO, Priority, resolve
 from vllm_xdsl.tune.auto import AutoChoice, tune_call
 from vllm_xdsl.tune.bucket import token_count
-
-if TYPE_CHECKING:
-    from vllm_xdsl.transforms.lower_dispatch import LowerSemanticOp
 
 
 def wants_auto(semantic: str, priority: Priority | None, target: str) -> bool:
@@ -34,7 +31,8 @@ def wants_auto(semantic: str, priority: Priority | None, target: str) -> bool:
     return any(c.provider == AUTO for c in choices)
 
 
-def _decision(choice: AutoChoice, provider: str) -> Decision:
+def decision(choice: AutoChoice, provider: str) -> Decision:
+    """The report's decision for lowering to `provider` (a sole winner, or `auto`)."""
     impls = {c.provider: c.impl for c in choice.candidates}
     wins = set(choice.winners)
     rejected = list(choice.rejected)
@@ -46,42 +44,45 @@ def _decision(choice: AutoChoice, provider: str) -> Decision:
     return Decision(choice.op, provider, impls[choice.winners[-1]], rejected)
 
 
-def rewrite(
-    pattern: LowerSemanticOp, op: Operation, meta: dict[str, Any], rewriter: PatternRewriter,
-    node: str,
-) -> None:
-    """Tune `op` and replace it (see the module doc); report under `node`."""
-    from vllm_xdsl.transforms.lower_dispatch import LowerSemanticOp, provider_op_class
-
+def tune(
+    op: Operation, meta: dict[str, Any], priority: Priority | None, target: str
+) -> AutoChoice:
+    """Measure the candidates of `op` per token bucket (see the module doc)."""
     semantic = op.name.split(".", 1)[1]
-    choices, source = resolve(semantic, pattern.priority, pattern.target)
-    choice = tune_call(ALL_OPS[semantic], meta, choices, source, pattern.target,
-                       tokens=token_count(meta))
+    choices, source = resolve(semantic, priority, target)
+    return tune_call(ALL_OPS[semantic], meta, choices, source, target, tokens=token_count(meta))
+
+
+def sole_winner(choice: AutoChoice) -> str | None:
+    """The provider that wins every bucket, if one does."""
     winners = choice.winners
-    single = winners[0] if len(set(winners)) == 1 else None
-    if single is not None and (single == "native" or provider_op_class(single, semantic)):
-        inner = DispatchReport()
-        forced = parse_priority(f"{semantic}={single}!")
-        LowerSemanticOp(pattern.target, forced, inner).match_and_rewrite(op, rewriter)
-        [entry] = inner.entries
-        span = f"T<={choice.tokens[0]}" + (f"..{choice.tokens[-1]}" if len(winners) > 1 else "")
-        notes = (f"auto: {single} wins every bucket ({span}): no runtime selection",
-                 *entry.notes, *choice.notes())
-        pattern.report.add(node, _decision(choice, single), notes)
-        return
-    cls = _auto_class(semantic)
-    new = cls.create(
+    return winners[0] if len(set(winners)) == 1 else None
+
+
+def sole_winner_notes(choice: AutoChoice, winner: str, lowered: tuple[str, ...]) -> tuple[str, ...]:
+    """Report notes of an op lowered to its sole winner (`lowered`: that lowering's notes)."""
+    span = f"T<={choice.tokens[0]}" + (f"..{choice.tokens[-1]}" if len(choice.winners) > 1
+                                       else "")
+    return (f"auto: {winner} wins every bucket ({span}): no runtime selection",
+            *lowered, *choice.notes())
+
+
+def select_at_run_time(
+    op: Operation, choice: AutoChoice, rewriter: PatternRewriter
+) -> tuple[str, ...]:
+    """Replace `op` by `auto.<op>` with the winners' table; returns the report notes."""
+    semantic = op.name.split(".", 1)[1]
+    new = _auto_class(semantic).create(
         operands=list(op.operands),
         result_types=[r.type for r in op.results],
         properties={**op.properties,
                     "tokens": DenseArrayBase.from_list(i64, choice.tokens),
-                    "winners": ArrayAttr([StringAttr(w) for w in winners])},
+                    "winners": ArrayAttr([StringAttr(w) for w in choice.winners])},
         attributes=dict(op.attributes),
     )
     rewriter.replace(op, [new])
-    pattern.report.add(node, _decision(choice, AUTO),
-                       (f"auto: runtime selection over {len(winners)} token bucket(s)",
-                        *choice.notes()))
+    return (f"auto: runtime selection over {len(choice.winners)} token bucket(s)",
+            *choice.notes())
 
 
 def lower_to_fixed_impl(op: Operation, decision: Decision, rewriter: PatternRewriter) -> None:

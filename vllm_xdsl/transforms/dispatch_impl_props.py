@@ -15,26 +15,25 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Attribute, Operation
 
 from vllm_xdsl.backends.triton.spec import default_block_size, default_num_warps
-from vllm_xdsl.ops.activations import activation_of
+from vllm_xdsl.dialects.vllm import ActAndMulOp, QuantOp, SemanticSignature
 from vllm_xdsl.transforms.dispatch_torch import meta
 
 _LOAD_BYTES = 16
 MAX_BLOCK = 1 << 16  # the triton dialect's bound on block_size
 
 
-def row_width(op: Operation) -> int | None:
+def row_width(op: SemanticSignature) -> int | None:
     """Columns of one row the kernel processes (None if unknown)."""
-    h = meta(op.x)[1][-1] if meta(op.x)[1] else None  # type: ignore[attr-defined]
-    one_operand = activation_of(op.name.split(".", 1)[1]) and getattr(op, "up", None) is None
-    if h is not None and one_operand:  # x holds the gate and up halves
+    h = meta(op.x)[1][-1] if meta(op.x)[1] else None
+    if h is not None and isinstance(op, ActAndMulOp) and op.up is None:  # [gate | up] halves
         h //= 2
     return h
 
 
-def vec_width(op: Operation, width: int) -> int:
-    dtype = meta(op.x)[0]  # type: ignore[attr-defined]
+def vec_width(op: SemanticSignature, width: int) -> int:
+    dtype = meta(op.x)[0]
     vec = max(_LOAD_BYTES // dtype.itemsize, 1)
-    scheme = op.quant_scheme() if hasattr(op, "quant_scheme") else None
+    scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
     group = scheme.group_size if scheme is not None and scheme.granularity == "group" else 0
     while vec > 1 and (width % vec or (group and group % vec)):
         vec //= 2
@@ -42,11 +41,12 @@ def vec_width(op: Operation, width: int) -> int:
 
 
 def impl_properties(provider: str, op: Operation) -> dict[str, Attribute]:
+    assert isinstance(op, SemanticSignature)
     width = row_width(op)
     if width is None:
         return {}
     if provider == "triton":
-        scheme = op.quant_scheme() if hasattr(op, "quant_scheme") else None
+        scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
         block = default_block_size(op.name.split(".", 1)[1], scheme, width)
         if block > MAX_BLOCK:  # beyond the dialect's range: leave it to the backend
             return {}

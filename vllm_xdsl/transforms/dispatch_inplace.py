@@ -48,7 +48,8 @@ def _call_result_problem(call: CallOp, value: SSAValue) -> str | None:
         schema = resolve_overload(target)._schema
     except (AttributeError, RuntimeError):
         return f"it comes from {target}, whose aliasing is unknown"
-    index = list(call.results).index(value)
+    results: list[SSAValue] = list(call.results)
+    index = results.index(value)
     returns = schema.returns
     if index >= len(returns) or returns[index].alias_info is not None:
         return f"it may alias an input of {target} (a view)"

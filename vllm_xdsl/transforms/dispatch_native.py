@@ -16,6 +16,15 @@ import torch
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.types import tensor_type
+from vllm_xdsl.dialects.vllm import (
+    ActAndMulOp,
+    FusedQuantOp,
+    NormOp,
+    QuantOp,
+    ResidualNormOp,
+    RmsNormSignature,
+    SemanticSignature,
+)
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
@@ -55,28 +64,29 @@ def rms_norm_fp32(
     return b.convert(y, out_dtype)
 
 
-def _epsilon(op: Operation) -> float | SSAValue:
-    eps = op.epsilon_float()  # type: ignore[attr-defined]
-    return op.epsilon_value if eps is None else eps  # type: ignore[attr-defined]
+def _epsilon(op: NormOp) -> float | SSAValue:
+    return op.epsilon_arg()
 
 
-def _variance_size(op: Operation) -> int | None:
-    v = getattr(op, "variance_size", None)
+def _variance_size(op: NormOp) -> int | None:
+    v = op.variance_size if isinstance(op, RmsNormSignature) else None
     return None if v is None else v.value.data
 
 
 def rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    x = op.x  # type: ignore[attr-defined]
-    return [rms_norm_fp32(b, b.convert(x, F32), op.weight, _epsilon(op),  # type: ignore[attr-defined]
+    assert isinstance(op, NormOp)
+    x = op.x
+    return [rms_norm_fp32(b, b.convert(x, F32), op.weight, _epsilon(op),
                           _variance_size(op), meta(x)[0])]
 
 
 def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    x, r = op.x, op.residual  # type: ignore[attr-defined]
+    assert isinstance(op, ResidualNormOp)
+    x, r = op.x, op.residual
     s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
     residual_out = b.convert(s, meta(x)[0])
     # The norm sees the unrounded fp32 sum, not residual_out.
-    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])  # type: ignore[attr-defined]
+    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])
     return [out, residual_out]
 
 
@@ -91,7 +101,9 @@ _ACTIVATION_CALLS: dict[str, tuple[str, dict[str, object]]] = {
 
 def act_and_mul_value(b: TorchBuilder, op: Operation) -> SSAValue:
     """activations.act_and_mul: torch's activation of the gate, times up, in x's dtype."""
-    x, up = op.x, op.up  # type: ignore[attr-defined]
+    assert isinstance(op, ActAndMulOp)
+    x: SSAValue = op.x
+    up = op.up
     if up is None:
         shape = meta(x)[1]
         h = shape[-1]
@@ -103,7 +115,7 @@ def act_and_mul_value(b: TorchBuilder, op: Operation) -> SSAValue:
             d = h // 2
             x, up = (b.call("aten::slice.Tensor", x, -1, 0, d, shape=(*shape[:-1], d)),
                      b.call("aten::slice.Tensor", x, -1, d, _INT64_MAX, shape=(*shape[:-1], d)))
-    target, kwargs = _ACTIVATION_CALLS[op.ACTIVATION]  # type: ignore[attr-defined]
+    target, kwargs = _ACTIVATION_CALLS[op.ACTIVATION]
     return b.call("aten::mul.Tensor", b.call(target, x, kwargs=kwargs or None), up)
 
 
@@ -130,7 +142,7 @@ def _absmax_rows(b: TorchBuilder, xf: SSAValue) -> SSAValue:
 def _rows(b: TorchBuilder, s: SSAValue) -> SSAValue:
     """`s.reshape(-1, 1)`: per-token scales as [T, 1]."""
     shape = meta(s)[1]
-    tokens = 1
+    tokens: int | None = 1
     for d in shape[:-1]:
         tokens = None if d is None or tokens is None else tokens * d
     return b.call("aten::reshape.default", s, [-1, 1], shape=(tokens, 1))
@@ -174,7 +186,7 @@ def per_group_fp8(b: TorchBuilder, x: SSAValue, scheme: QuantScheme) -> list[SSA
                    b.call("aten::ceil.default", b.call("aten::log2.default", s)))
     y = b.call("aten::clamp.default", b.call("aten::div.Tensor", xg, s), -fmax, fmax)
     q = b.call("aten::flatten.using_ints", b.convert(y, scheme.dtype), -2, -1, shape=shape)
-    tokens = 1
+    tokens: int | None = 1
     for d in shape[:-1]:
         tokens = None if d is None or tokens is None else tokens * d
     if groups is not None:
@@ -231,16 +243,18 @@ def quant(
 
 
 def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    scheme: QuantScheme = op.quant_scheme()  # type: ignore[attr-defined]
-    scale = op.scale if scheme.static else None  # type: ignore[attr-defined]
-    return quant(b, op.x, scheme, scale, getattr(op, "scale_ub", None))  # type: ignore[attr-defined]
+    assert isinstance(op, QuantOp)
+    scheme = op.quant_scheme()
+    scale = op.static_scale() if scheme.static else None
+    return quant(b, op.x, scheme, scale, op.scale_upper_bound())
 
 
 # --- fused ops: the composition of the unfused decompositions ------------------------------
 
 
 def _fused_quant(b: TorchBuilder, op: Operation, y: SSAValue) -> list[SSAValue]:
-    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub)  # type: ignore[attr-defined]
+    assert isinstance(op, FusedQuantOp)
+    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub)
 
 
 def rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
@@ -277,6 +291,7 @@ DECOMPOSITIONS: dict[str, Callable[[TorchBuilder, Operation], list[SSAValue]]] =
 def decompose(op: Operation) -> tuple[list[Operation], list[SSAValue]]:
     """The torch.call ops computing `op` as its native does, and the values of its results."""
     b = TorchBuilder()
-    values = DECOMPOSITIONS[op.SEMANTIC_NAME](b, op)  # type: ignore[attr-defined]
+    assert isinstance(op, SemanticSignature)
+    values = DECOMPOSITIONS[op.SEMANTIC_NAME](b, op)
     assert len(values) == len(op.results), (op.name, len(values), len(op.results))
     return b.ops, values

@@ -57,11 +57,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
+from typing import TypeGuard
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import IRDLOperation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -74,7 +74,6 @@ from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 from vllm_xdsl.ops import FUSED
-from vllm_xdsl.ops.activations import ACTIVATIONS
 from vllm_xdsl.ops.scheme import QuantScheme
 from vllm_xdsl.transforms.fusion_ir import (
     all_before,
@@ -97,7 +96,7 @@ def _fusable_scheme(s: QuantScheme) -> bool:
 class Family:
     """A producer op, the fused op it forms with a quant, and the schemes it can absorb."""
 
-    fused: type[IRDLOperation]
+    fused: type[vllm.FusedQuantOp]
     accepts: Callable[[QuantScheme], bool]
 
 
@@ -105,16 +104,16 @@ FAMILIES: dict[type[Operation], Family] = {
     vllm.RmsNormOp: Family(vllm.RmsNormQuantOp, _fusable_scheme),
     vllm.FusedAddRmsNormOp: Family(vllm.FusedAddRmsNormQuantOp, _fusable_scheme),
     # Every act-and-mul op (one operand or gate and up) with its fused quant twin.
-    **{vllm.OPS_BY_NAME[name]: Family(vllm.OPS_BY_NAME[f"{name}_quant"], _fusable_scheme)
-       for name in ACTIVATIONS},
+    vllm.SiluAndMulOp: Family(vllm.SiluAndMulQuantOp, _fusable_scheme),
+    vllm.GeluAndMulOp: Family(vllm.GeluAndMulQuantOp, _fusable_scheme),
+    vllm.GeluTanhAndMulOp: Family(vllm.GeluTanhAndMulQuantOp, _fusable_scheme),
 }
 
 
-def _unfused_quant(op: Operation) -> bool:
+def _unfused_quant(op: Operation) -> TypeGuard[vllm.QuantOp]:
     return (
-        isinstance(op, vllm.SemanticSignature)
+        isinstance(op, vllm.QuantOp)
         and op.name.startswith("vllm.")
-        and hasattr(op, "quant_scheme")
         and op.SEMANTIC_NAME not in FUSED
     )
 
@@ -123,7 +122,7 @@ def _unfused_quant(op: Operation) -> bool:
 class _Consumers:
     """The users of a producer's output, seen through row-preserving views."""
 
-    quants: list[tuple[IRDLOperation, list[CallOp]]] = field(default_factory=list)
+    quants: list[tuple[vllm.QuantOp, list[CallOp]]] = field(default_factory=list)
     views: list[CallOp] = field(default_factory=list)
     blocked: bool = False
 
@@ -138,21 +137,26 @@ class _Consumers:
                 self.views.append(user)
                 self.collect(user.outputs[0], [*path, user], family)
             elif use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme()):
-                self.quants.append((user, path))  # type: ignore[arg-type]
+                self.quants.append((user, path))
             else:
                 self.blocked = True
 
 
-def _guarded(producer: IRDLOperation) -> bool:
+def _program_order(a: tuple[Operation, list[CallOp]], b: tuple[Operation, list[CallOp]]) -> int:
+    return -1 if is_before(a[0], b[0]) else 1
+
+
+def _guarded(producer: Operation) -> bool:
     """OPS.md fusion guards: mixed weight dtype, variance_size."""
-    if getattr(producer, "variance_size", None) is not None:
+    if isinstance(producer, vllm.RmsNormSignature) and producer.variance_size is not None:
         return True
-    weight = getattr(producer, "weight", None)
+    weight = producer.weight if isinstance(producer, vllm.NormOp) else None
     x = producer.operands[0].type
     return (
         weight is not None
         and isinstance(x, TensorType)
-        and weight.type.element_type != x.element_type  # type: ignore[attr-defined]
+        and isinstance(weight.type, TensorType)
+        and weight.type.element_type != x.element_type
     )
 
 
@@ -161,17 +165,17 @@ class FuseQuantIntoProducer(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         family = FAMILIES.get(type(op))
-        if family is None or _guarded(op):  # type: ignore[arg-type]
+        if family is None or _guarded(op):
             return
-        assert isinstance(op, IRDLOperation)
+        assert isinstance(op, vllm.SemanticSignature)
         consumers = _Consumers()
         consumers.collect(op.results[0], [], family)
         if consumers.blocked or not consumers.quants:
             return
         # Program order, so that the earliest quant's fused op takes over residual_out.
-        consumers.quants.sort(key=cmp_to_key(lambda a, b: -1 if is_before(a[0], b[0]) else 1))
-        residual_out: SSAValue | None = getattr(op, "residual_out", None)
-        anchors = [quant for quant, _ in consumers.quants]
+        consumers.quants.sort(key=cmp_to_key(_program_order))
+        residual_out = op.residual_out if isinstance(op, vllm.ResidualNormOp) else None
+        anchors: list[Operation] = [quant for quant, _ in consumers.quants]
         if residual_out is not None and residual_out.uses:
             # The first fused op takes over residual_out: it must come before its users.
             first = self._residual_anchor(op, consumers.quants[0][0], residual_out)
@@ -181,17 +185,19 @@ class FuseQuantIntoProducer(RewritePattern):
         for i, ((quant, path), anchor) in enumerate(zip(consumers.quants, anchors, strict=True)):
             fused = self._fused_op(op, quant, family)
             insert_before(rewriter, fused, anchor)
-            q: SSAValue = fused.q  # type: ignore[attr-defined]
+            q: SSAValue = fused.q
             for view in path:
                 new_view = reapply_view(view, q)
                 insert_before(rewriter, new_view, quant)
                 q = new_view.outputs[0]
-            scales = getattr(quant, "scales", None)
-            rewriter.replace_all_uses_with(quant.q, q)  # type: ignore[attr-defined]
+            scales = quant.computed_scales()
+            rewriter.replace_all_uses_with(quant.q, q)
             if scales is not None:
-                rewriter.replace_all_uses_with(scales, fused.scales)  # type: ignore[attr-defined]
+                assert fused.scales is not None  # built with a scales result (_fused_op)
+                rewriter.replace_all_uses_with(scales, fused.scales)
             if i == 0 and residual_out is not None:
-                rewriter.replace_all_uses_with(residual_out, fused.residual_out)  # type: ignore[attr-defined]
+                assert isinstance(fused, vllm.ResidualNormOp)  # the fused_add family
+                rewriter.replace_all_uses_with(residual_out, fused.residual_out)
             rewriter.erase(quant)
         for view in reversed(consumers.views):
             erase_dead(view, rewriter)
@@ -199,13 +205,12 @@ class FuseQuantIntoProducer(RewritePattern):
 
     @staticmethod
     def _residual_anchor(
-        producer: Operation, quant: Operation, residual_out: SSAValue
+        producer: Operation, quant: vllm.QuantOp, residual_out: SSAValue
     ) -> Operation | None:
         """Where the fused op that replaces residual_out may go: at the producer if the
         quant's scale operands are already defined there, else at the quant if every user
         of residual_out comes after it; None if neither."""
-        extras = [v for v in (getattr(quant, "scale", None), getattr(quant, "scale_ub", None))
-                  if v is not None]
+        extras = [v for v in (quant.static_scale(), quant.scale_upper_bound()) if v is not None]
         if all(dominates(v, producer) for v in extras):
             return producer
         if all_before(quant, [u.operation for u in residual_out.uses]):
@@ -213,26 +218,34 @@ class FuseQuantIntoProducer(RewritePattern):
         return None
 
     @staticmethod
-    def _fused_op(producer: IRDLOperation, quant: IRDLOperation, family: Family) -> IRDLOperation:
-        scheme = quant.quant_scheme()  # type: ignore[attr-defined]
+    def _fused_op(
+        producer: vllm.SemanticSignature, quant: vllm.QuantOp, family: Family
+    ) -> vllm.FusedQuantOp:
+        scheme = quant.quant_scheme()
         x = producer.operands[0].type
-        assert isinstance(x, TensorType)
-        q_type = TensorType(quant.q.type.element_type, producer.results[0].type.get_shape())  # type: ignore[attr-defined]
+        out = producer.results[0].type
+        assert isinstance(x, TensorType) and isinstance(out, TensorType)
+        q_type = TensorType(quant.q.type.element_type, out.get_shape())
+        norm = producer if isinstance(producer, vllm.NormOp) else None
+        fused_add = producer if isinstance(producer, vllm.ResidualNormOp) else None
         operands: dict[str, SSAValue | None] = {
-            name: getattr(producer, name, None)
-            for name in ("x", "up", "residual", "weight", "epsilon_value")
+            "x": producer.x,
+            "residual": None if fused_add is None else fused_add.residual,
+            "weight": None if norm is None else norm.weight,
+            "epsilon_value": None if norm is None else norm.epsilon_value,
+            "up": producer.up if isinstance(producer, vllm.ActAndMulOp) else None,
         }
-        operands["scale"] = getattr(quant, "scale", None) if scheme.static else None
-        operands["scale_ub"] = getattr(quant, "scale_ub", None)
-        scales = getattr(quant, "scales", None)
-        residual_out = getattr(producer, "residual_out", None)
+        operands["scale"] = quant.static_scale() if scheme.static else None
+        operands["scale_ub"] = quant.scale_upper_bound()
+        scales = quant.computed_scales()
+        residual_out = None if fused_add is None else fused_add.residual_out
         result_types = {
             "q": q_type,
             "residual_out": None if residual_out is None else residual_out.type,
             "scales": None if scales is None else scales.type,
         }
-        epsilon = getattr(producer, "epsilon", None)
-        props = {} if epsilon is None else {"epsilon": epsilon}
+        epsilon = None if norm is None else norm.epsilon
+        props: dict[str, Attribute] = {} if epsilon is None else {"epsilon": epsilon}
         props["scheme"] = QuantSchemeAttr.from_scheme(scheme)
         return build_op(family.fused, operands, result_types, props)
 
@@ -250,11 +263,12 @@ class RaiseResidualAdd(RewritePattern):
         if not isinstance(op, vllm.RmsNormOp) or op.variance_size is not None:
             return
         add = op.x.owner
-        if not is_unit_add(add) or add.parent is not op.parent:  # type: ignore[union-attr]
+        if not isinstance(add, Operation) or not is_unit_add(add) or add.parent is not op.parent:
             return
         assert isinstance(add, CallOp)
         total = add.outputs[0]
-        if not self.rounded and total.type.element_type != Float32Type():  # type: ignore[attr-defined]
+        if not self.rounded and (not isinstance(total.type, TensorType)
+                                 or total.type.element_type != Float32Type()):
             return
         others = [u.operation for u in total.uses if u.operation is not op]
         if all_before(op, others):
@@ -272,9 +286,9 @@ class RaiseResidualAdd(RewritePattern):
             props,
         )
         insert_before(rewriter, fused, anchor)
-        rewriter.replace_all_uses_with(op.out, fused.out)  # type: ignore[attr-defined]
+        rewriter.replace_all_uses_with(op.out, fused.out)
         rewriter.erase(op)
-        rewriter.replace_all_uses_with(total, fused.residual_out)  # type: ignore[attr-defined]
+        rewriter.replace_all_uses_with(total, fused.residual_out)
         erase_dead(add, rewriter)
 
 
@@ -284,8 +298,9 @@ class FuseNormQuantPass(ModulePass):
 
     name = "fuse-norm-quant"
 
-    # Also raise f16/bf16 residual adds (vLLM's unrounded semantics; see the module doc).
     raise_rounded_adds: bool = False
+    """Also fuse f16/bf16 residual adds into fused_add_rms_norm, which normalises the
+    unrounded sum (vLLM's semantics, not the rounded sum the source normalises)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         raise_adds = RaiseResidualAdd(self.raise_rounded_adds)

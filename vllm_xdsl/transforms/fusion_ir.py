@@ -6,6 +6,9 @@ norms or quant schemes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     FloatAttr,
@@ -128,12 +131,15 @@ def all_before(op: Operation, users: list[Operation]) -> bool:
     return all(is_before(op, u) for u in users)
 
 
+_Op = TypeVar("_Op", bound=IRDLOperation)
+
+
 def build_op(
-    cls: type[IRDLOperation],
-    operands: dict[str, SSAValue | None],
-    result_types: dict[str, Attribute | None],
-    properties: dict[str, Attribute],
-) -> IRDLOperation:
+    cls: type[_Op],
+    operands: Mapping[str, SSAValue | None],
+    result_types: Mapping[str, Attribute | None],
+    properties: Mapping[str, Attribute],
+) -> _Op:
     """Build `cls` from operands and result types by name (absent optional ones: None),
     in the order of its IRDL definition, so callers need not know segment layouts."""
     definition = cls.get_irdl_definition()
@@ -153,7 +159,7 @@ def build_op(
         else:
             assert t is not None, f"{cls.name}: result {name} is required"
             res_args.append(t)
-    return cls.build(operands=ops_args, result_types=res_args, properties=properties)
+    return cls.build(operands=ops_args, result_types=res_args, properties=dict(properties))
 
 
 def is_removable(op: Operation) -> bool:

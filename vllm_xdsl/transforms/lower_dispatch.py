@@ -26,6 +26,7 @@ import importlib
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -39,8 +40,9 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
+from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
-from vllm_xdsl.ops.policy import Priority
+from vllm_xdsl.ops.policy import AUTO, Priority
 from vllm_xdsl.transforms import dispatch_auto
 from vllm_xdsl.transforms.dispatch_args import meta_args
 from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
@@ -61,7 +63,7 @@ _INPUT_INDEX = {"x": 0, "residual": 1}
 LAST_REPORT: DispatchReport | None = None  # the report of the latest lowering (any entry)
 
 
-def provider_op_class(provider: str, semantic: str) -> type[Operation] | None:
+def provider_op_class(provider: str, semantic: str) -> type[SemanticSignature] | None:
     """`<provider>.<semantic>` from vllm_xdsl/dialects/<provider>.py, or None."""
     if provider not in PROVIDER_DIALECTS:
         return None
@@ -124,7 +126,7 @@ class LowerSemanticOp(RewritePattern):
         meta = meta_args(op, TARGET_DEVICE[self.target])
         try:
             if dispatch_auto.wants_auto(semantic, self.priority, self.target):
-                dispatch_auto.rewrite(self, op, meta, rewriter, node)  # autotuning
+                self._lower_auto(op, meta, rewriter, node)  # autotuning
                 return
             decision = select(semantic, meta, self.priority, self.target)
         except DispatchError as e:
@@ -152,8 +154,27 @@ class LowerSemanticOp(RewritePattern):
         rewriter.replace(op, [*copies, new])
         self.report.add(node, decision, tuple(notes))
 
+    def _lower_auto(
+        self, op: Operation, meta: dict[str, Any], rewriter: PatternRewriter, node: str
+    ) -> None:
+        """Tune `op`; lower it to a sole winner that has a lowering of its own as if that
+        provider were forced, else to a runtime selection (dispatch_auto)."""
+        semantic = op.name[5:]
+        choice = dispatch_auto.tune(op, meta, self.priority, self.target)
+        single = dispatch_auto.sole_winner(choice)
+        if single is not None and (single == "native" or provider_op_class(single, semantic)):
+            inner = DispatchReport()
+            forced = parse_priority(f"{semantic}={single}!")
+            LowerSemanticOp(self.target, forced, inner).match_and_rewrite(op, rewriter)
+            [entry] = inner.entries
+            self.report.add(node, dispatch_auto.decision(choice, single),
+                            dispatch_auto.sole_winner_notes(choice, single, entry.notes))
+            return
+        notes = dispatch_auto.select_at_run_time(op, choice, rewriter)
+        self.report.add(node, dispatch_auto.decision(choice, AUTO), notes)
+
     def _inplace(
-        self, op: Operation, cls: type[Operation], decision: Decision, props: dict
+        self, op: Operation, cls: type[SemanticSignature], decision: Decision, props: dict
     ) -> tuple[list[SSAValue], list[Operation], list[str]]:
         """Operands for the provider op, copies to insert first, and report notes.
 
@@ -162,7 +183,8 @@ class LowerSemanticOp(RewritePattern):
         gets it only where every overwritten input is proven overwritable.
         """
         # Which inputs an in-place kernel overwrites: the op's contract (ops.inplace_outputs).
-        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()), key=_INPUT_INDEX.get)
+        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()),
+                        key=lambda name: _INPUT_INDEX[name])
         has_prop = "inplace" in cls.get_irdl_definition().properties and bool(inputs)
         operands = list(op.operands)
         if decision.impl.inplace:
@@ -258,13 +280,20 @@ def lower_dispatch(
 
 @dataclass(frozen=True)
 class LowerDispatchPass(ModulePass):
-    """Choose an implementation for every vllm op and lower it (see module doc)."""
+    """Choose an implementation for every vllm op and lower it to that provider's ops."""
 
     name = "lower-dispatch"
 
     target: str | None = None
+    """cuda, rocm or cpu; unset: the module attribute `vllm.target`, else cuda."""
+
     priority: str | None = None
+    """Provider order per op, e.g. "rms_norm=triton,native;silu_and_mul=cuda!" or
+    "triton,native" for every op; `p!` forces p; unset: $VLLM_XDSL_PRIORITY, then the
+    target's default."""
+
     report: bool = False
+    """Print the dispatch report (chosen impl per op, rejected candidates) to stderr."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:

@@ -11,7 +11,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
 from vllm_xdsl.dialects.types import ir_element_type
-from vllm_xdsl.dialects.vllm import FusedAddRmsNormOp, RmsNormOp
+from vllm_xdsl.dialects.vllm import FusedAddRmsNormOp, NormOp, RmsNormOp
 from vllm_xdsl.transforms import raise_match as m
 
 
@@ -23,9 +23,8 @@ class Epsilon:
     operand: SSAValue | None = None
 
     @staticmethod
-    def of(op: Operation) -> Epsilon:
-        prop = getattr(op, "epsilon", None)
-        return Epsilon(None if prop is None else prop.value.data, op.epsilon_value)  # type: ignore[attr-defined]
+    def of(op: NormOp) -> Epsilon:
+        return Epsilon(op.epsilon_float(), op.epsilon_value)
 
 
 def epsilon_of(v: object) -> Epsilon | None:
@@ -35,7 +34,7 @@ def epsilon_of(v: object) -> Epsilon | None:
     a cast through f16/bf16 rounds eps and is kept as part of the operand.
     """
     if m.is_number(v):
-        return Epsilon(float(v)) if v >= 0 else None  # type: ignore[operator]
+        return Epsilon(float(v)) if v >= 0 else None
     if not isinstance(v, SSAValue):
         return None
     wide = (torch.float32, torch.float64)
@@ -61,7 +60,8 @@ def build_norm(
     """A `vllm.rms_norm` (or `vllm.fused_add_rms_norm` when there is a residual)."""
     props: dict[str, Attribute] = {}
     if eps.operand is None:
-        props["epsilon"] = FloatAttr(eps.value, Float64Type())  # type: ignore[arg-type]
+        assert eps.value is not None  # an Epsilon is a value or an operand
+        props["epsilon"] = FloatAttr(eps.value, Float64Type())
     if variance_size is not None:
         props["variance_size"] = variance_size
     opt = [[weight] if weight is not None else [], [eps.operand] if eps.operand is not None else []]

@@ -9,7 +9,7 @@ pattern reads as a chain of `if (m := ...) is None: return None`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from xdsl.dialects.builtin import (
@@ -42,7 +42,8 @@ EXACT_WIDENING = {
 }
 
 # Mantissa bits: the precision at which a float dtype rounds.
-MANTISSA_BITS = {torch.float64: 52, torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
+# Keyed by m.dtype's result: None (a scalar, or no torch dtype) has no entry.
+MANTISSA_BITS: dict[torch.dtype | None, int] = {torch.float64: 52, torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
 
 
 def call_of(value: SSAValue | None, *targets: str) -> CallOp | None:
@@ -91,7 +92,7 @@ def kwarg_names(op: CallOp) -> set[str]:
     return set() if op.kwargs is None else set(op.kwargs.data)
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -149,13 +150,14 @@ def cast_of(value: SSAValue | None) -> tuple[SSAValue, torch.dtype] | None:
             return None
         target = arg(op, 99, "dtype")
         for name in kwarg_names(op) - {"dtype"}:
-            v = op.kwargs.data[name]  # type: ignore[union-attr]
+            assert op.kwargs is not None  # kwarg_names(op) is empty without them
+            v = op.kwargs.data[name]
             harmless = isinstance(v, NoneAttr) or (
                 isinstance(v, IntegerAttr) and v.value.data == 0
             ) or (isinstance(v, EnumAttr) and v.value.data == "torch.preserve_format")
             if not harmless:
                 return None
-    if not isinstance(target, torch.dtype) or dtype(value) != target:
+    if not isinstance(target, torch.dtype) or value is None or dtype(value) != target:
         return None
     return src, target
 

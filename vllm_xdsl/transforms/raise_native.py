@@ -56,7 +56,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
@@ -83,10 +87,12 @@ def erase_dead_calls(module: ModuleOp) -> int:
 
 @dataclass(frozen=True)
 class RaiseNativePass(ModulePass):
+    """Raise the torch decompositions of RMSNorm, residual add, fp8 quant and SiLU-and-mul."""
+
     name = "raise-native"
 
     exact: bool = False
-    """Raise only forms that are bit-exact with the contract (see the module doc)."""
+    """Raise only forms that are bit-exact with the contract."""
 
     approx: bool = False
     """Also raise forms that round at another point than the contract (f16/bf16 residual
@@ -94,7 +100,7 @@ class RaiseNativePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact
-        patterns = [
+        patterns: list[RewritePattern] = [
             p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

@@ -35,7 +35,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from vllm_xdsl.dialects.torch import CallOp
-from vllm_xdsl.dialects.vllm import FusedAddRmsNormOp, RmsNormOp
+from vllm_xdsl.dialects.vllm import (
+    FusedAddRmsNormOp,
+    FusedAddRmsNormSignature,
+    ResidualNormOp,
+    RmsNormOp,
+    RmsNormSignature,
+)
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_build import Epsilon, build_norm, cast_op, epsilon_of
 
@@ -142,10 +148,14 @@ class RaiseNormWeight(RewritePattern):
                 return
 
     def _absorb(
-        self, op: CallOp, norm: Operation, w: SSAValue, rewriter: PatternRewriter
+        self,
+        op: CallOp,
+        norm: RmsNormSignature | FusedAddRmsNormSignature,
+        w: SSAValue,
+        rewriter: PatternRewriter,
     ) -> None:
-        n, out = norm.out, op.results[0]  # type: ignore[attr-defined]
-        if norm.weight is not None or not m.single_use(n) or m.shape(out) != m.shape(n):  # type: ignore[attr-defined]
+        n, out = norm.out, op.results[0]
+        if norm.weight is not None or not m.single_use(n) or m.shape(out) != m.shape(n):
             return
         hidden = m.static_last_dim(n)
         if m.rank(w) != 1 or hidden is None or m.shape(w) != (hidden,):
@@ -160,16 +170,16 @@ class RaiseNormWeight(RewritePattern):
             weight.name_hint = f"{w.name_hint or 'weight'}_f32"
         else:
             return
-        residual = getattr(norm, "residual", None)
-        if residual is not None and not m.uses_after(norm.residual_out, op):  # type: ignore[attr-defined]
+        residual = norm.residual if isinstance(norm, ResidualNormOp) else None
+        if isinstance(norm, ResidualNormOp) and not m.uses_after(norm.residual_out, op):
             return
         new = build_norm(
-            norm.x, residual, weight, Epsilon.of(norm), out.type,  # type: ignore[attr-defined]
-            getattr(norm, "variance_size", None),
+            norm.x, residual, weight, Epsilon.of(norm), out.type,
+            norm.variance_size if isinstance(norm, RmsNormSignature) else None,
         )
         rewriter.replace(op, [*new_ops, new], [new.results[0]])
-        if residual is not None:
-            rewriter.replace_all_uses_with(norm.residual_out, new.results[1])  # type: ignore[attr-defined]
+        if isinstance(norm, ResidualNormOp):
+            rewriter.replace_all_uses_with(norm.residual_out, new.results[1])
         rewriter.erase(norm)
 
 
@@ -224,8 +234,9 @@ class RaiseFusedAdd(RewritePattern):
     exact: bool = False
     approx: bool = False
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: RmsNormOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, RmsNormOp):
+            return
         s = op.x
         add = m.call_of(s, "aten::add.Tensor")
         if add is None or op.variance_size is not None or (args := m.operands_of(add, 2)) is None:

@@ -43,7 +43,7 @@ def _f32(v: float) -> float:
 def _saturated(v: SSAValue, fmax: float) -> tuple[SSAValue, int] | None:
     """(scaled value, fewest mantissa bits it is rounded to) below `clamp(±fmax)` + casts."""
     lo = hi = False
-    bits = m.MANTISSA_BITS.get(m.dtype(v), -1)  # type: ignore[arg-type]
+    bits = m.MANTISSA_BITS.get(m.dtype(v), -1)
     while True:
         if (c := m.cast_of(v)) is not None:
             v = c[0]
@@ -69,7 +69,7 @@ def _saturated(v: SSAValue, fmax: float) -> tuple[SSAValue, int] | None:
             v = x
         else:
             break
-        bits = min(bits, m.MANTISSA_BITS.get(m.dtype(v), -1))  # type: ignore[arg-type]
+        bits = min(bits, m.MANTISSA_BITS.get(m.dtype(v), -1))
     return (v, bits) if lo and hi else None
 
 
@@ -77,9 +77,9 @@ def _scaled(v: SSAValue) -> tuple[SSAValue, SSAValue, bool] | None:
     """(x, s, is_reciprocal_mul) for `x / s` or `x * reciprocal(s)` (reciprocal in f32)."""
     op = m.call_of(v, "aten::div.Tensor", "aten::mul.Tensor")
     args = None if op is None else m.operands_of(op, 2)
-    if args is None or not all(isinstance(a, SSAValue) for a in args):
+    if op is None or args is None or not all(isinstance(a, SSAValue) for a in args):
         return None
-    if op.target.data == "aten::div.Tensor":  # type: ignore[union-attr]
+    if op.target.data == "aten::div.Tensor":
         return args[0], args[1], False
     for xs, r in (args, args[::-1]):
         rec = m.call_of(r, "aten::reciprocal.default")

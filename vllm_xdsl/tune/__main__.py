@@ -21,13 +21,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+from vllm_xdsl import user_cache
 from vllm_xdsl.tune import cache, tuner
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         print(f"vllm_xdsl.tune: error: {message}", file=sys.stderr)
         sys.exit(2)
 
@@ -113,6 +114,11 @@ def tune_file(p: _Parser, module: Any, path: str, target: str, priority: str) ->
         prio = parse_priority(priority)
     except DispatchError as e:
         p.error(str(e))
+    try:  # before measuring: results that cannot be saved would be lost
+        user_cache.ensure_cache_dir()
+    except user_cache.CacheDirError as e:
+        print(f"vllm_xdsl.tune: error: {e}", file=sys.stderr)
+        return 1
     sem = [op for op in module.walk() if op.name.startswith("vllm.") and op.name[5:] in ALL_OPS]
     if not sem:
         p.error(f"{path}: no vllm.* op to tune")

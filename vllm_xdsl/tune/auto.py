@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_xdsl.ops import registry
+from vllm_xdsl.ops import dispatch, registry
 from vllm_xdsl.ops.dispatch import Decision
 from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError
 from vllm_xdsl.tune.bucket import Bucket, bucket_of, bucket_range, token_bucket, token_count
@@ -122,3 +122,6 @@ def auto_decision(
                  for p, us in r.times.items() if p != r.winner]
     rejected += [(p, f"not measured: {why}") for p, why in r.pruned.items()]
     return Decision(op.name, r.winner, winner, rejected)
+
+
+dispatch.set_auto_policy(auto_decision)  # `auto` in priority lists: eager dispatch asks here

@@ -43,10 +43,10 @@ def token_count(meta: Mapping[str, Any]) -> int | None:
     x = meta.get("x")
     if not isinstance(x, TensorMeta) or x.ndim == 0:
         return None
-    dims = x.shape[:-1]
-    if any(d is None for d in dims):
+    dims = [d for d in x.shape[:-1] if d is not None]
+    if len(dims) != len(x.shape) - 1:
         return None
-    return math.prod(dims)  # type: ignore[arg-type]
+    return math.prod(dims)
 
 
 def _dtype(d: torch.dtype) -> str:
@@ -111,7 +111,7 @@ def synth_args(meta: Mapping[str, Any], tokens: int, device: str, seed: int = 0)
             args[name] = _EPS if name == "epsilon" and v is None else v
             continue
         if name in TOKEN_ARGS:
-            t = torch.randn((tokens, v.shape[-1]), generator=g) * _X_SCALE
+            t = torch.randn((tokens, *_concrete(v.shape[-1:], name)), generator=g) * _X_SCALE
         elif name == "epsilon":
             t = torch.tensor(_EPS, dtype=torch.float64)
         elif name == "scale":
@@ -125,6 +125,7 @@ def synth_args(meta: Mapping[str, Any], tokens: int, device: str, seed: int = 0)
 
 
 def _concrete(shape: tuple[int | None, ...], name: str) -> tuple[int, ...]:
-    if any(d is None for d in shape):
+    dims = tuple(d for d in shape if d is not None)
+    if len(dims) != len(shape):
         raise ValueError(f"argument {name} has an unknown dimension {shape}: cannot measure")
-    return shape  # type: ignore[return-value]
+    return dims

@@ -29,17 +29,15 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl import user_cache
+
 FORMAT = 1
 FILE_NAME = "autotune.json"
 _warned: set[str] = set()
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("VLLM_XDSL_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "vllm_xdsl"
+    return user_cache.cache_dir()
 
 
 def cache_path() -> Path:
@@ -81,9 +79,12 @@ def environment(target: str) -> dict[str, Any]:
     return env
 
 
+_DRIVER_VERSION = "_cuda_getDriverVersion"  # private torch API, absent from torch's stubs
+
+
 def _driver_version() -> str | None:
     with contextlib.suppress(Exception):
-        return str(torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
+        return str(getattr(torch._C, _DRIVER_VERSION)())
     return None
 
 
@@ -128,7 +129,7 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(the parsed file, or None; why it is unusable, or None)."""
     try:
         data = json.loads(path.read_text())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no file (save() warns about the dir)
         return None, None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         return None, f"is corrupt ({type(e).__name__}: {e})"
@@ -192,8 +193,21 @@ def _locked(path: Path) -> Iterator[None]:
 
 def save(target: str, entries: dict[str, Any]) -> Path:
     """Merge `entries` into the file (other processes' entries kept) and replace it
-    atomically; a corrupt or stale file is replaced by this environment's table."""
+    atomically; a corrupt or stale file is replaced by this environment's table. A cache
+    directory that cannot be written warns once (the caller keeps its entries in memory)."""
     path = cache_path()
+    try:
+        return _save(path, target, entries)
+    except OSError as e:
+        key = f"save {path.parent}"
+        if key not in _warned:
+            _warned.add(key)
+            warnings.warn(f"vllm_xdsl: tuning results not saved: {user_cache.unusable(path.parent, e)}"
+                          "; they hold for this process only", RuntimeWarning, stacklevel=3)
+        return path
+
+
+def _save(path: Path, target: str, entries: dict[str, Any]) -> Path:
     env = environment(target)
     with _locked(path):
         data, _ = _read(path)

@@ -16,10 +16,13 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
+
+from vllm_xdsl import user_cache
 
 # "emul": the same sources built with g++ against csrc/emul.h (a CPU emulation of the GPU
 # runtime) so that tests can run the kernels' numerics without a GPU; archs = ("warp32",).
@@ -57,11 +60,7 @@ class BuildError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("VLLM_XDSL_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "vllm_xdsl"
+    return user_cache.cache_dir()
 
 
 def find_compiler(vendor: Vendor) -> str:
@@ -161,11 +160,22 @@ def build_library(vendor: Vendor, archs: Sequence[str] | None = None, sources: P
     archs = tuple(archs or DEFAULT_ARCHS[vendor])
     compiler = find_compiler(vendor)
     key = cache_key(vendor, archs, sources)
-    root = cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root = user_cache.ensure_cache_dir()
+    except user_cache.CacheDirError as e:
+        raise BuildError(str(e)) from None
     out = root / f"vx_{vendor}_{'-'.join(archs)}_{key}.so"
     if out.exists():
         return out
+    try:
+        return _build_locked(vendor, compiler, archs, sources, out)
+    except OSError as e:  # the lock, the log or the library could not be written
+        raise BuildError(user_cache.unusable(root, e)) from None
+
+
+def _build_locked(vendor: Vendor, compiler: str, archs: tuple[str, ...], sources: Path,
+                  out: Path) -> Path:
+    root = out.parent
     with open(root / f"{out.name}.lock", "w") as lock:
         _acquire(lock, out)
         try:
@@ -211,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         path = build_library(ns.vendor, ns.archs or CI_ARCHS[ns.vendor])
     except (ToolchainMissing, BuildError) as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"{path} ({time.monotonic() - start:.1f} s)")
     return 0

@@ -45,7 +45,7 @@ def inline_traced(
     """
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    if not fake.enabled:
+    if fake.mode is None:
         raise ExportError(f"{what}: tracing it needs the example values of the graph")
     leaves, spec = pytree.tree_flatten(args)
     positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.fx.Node)]
@@ -76,7 +76,11 @@ def inline_traced(
         for n in sub.graph.nodes:
             if n.op == "call_function":
                 fake.run(copies[n])
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    outs: list[torch.fx.Node] = []
+    for n in out if isinstance(out, (tuple, list)) else [out]:
+        assert isinstance(n, torch.fx.Node), f"{what}: traced output {n!r} is not a node"
+        outs.append(n)
+    return outs
 
 
 def _trace_key(

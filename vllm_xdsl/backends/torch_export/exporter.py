@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
-from vllm_xdsl.dialects.vllm import SemanticSignature
+from vllm_xdsl.dialects.vllm import NormOp, SemanticSignature
 from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 
 from .decompose import decomposition_table, inline_native, inline_traced
@@ -123,15 +123,13 @@ class Exporter:
         self.finish(op, node, list(op.outputs), _returns_tuple(target, op))
 
     def semantic(self, op: SemanticSignature) -> None:
-        epsilon: Any = op.epsilon_float() if hasattr(op, "epsilon") else None
-        eps_value = getattr(op, "epsilon_value", None)
+        epsilon: Any = op.epsilon_float() if isinstance(op, NormOp) else None
+        eps_value = op.epsilon_value if isinstance(op, NormOp) else None
         runtime_tensor = eps_value is not None and isinstance(eps_value.type, TensorType)
         if eps_value is not None:
             epsilon = self.node(eps_value)
         args = native_arguments(op, self.node, epsilon)
-        extra = getattr(op, "torch_extra_args", None)  # e.g. auto.*: its bucket table
-        if extra is not None:
-            args.update(extra())
+        args.update(op.torch_extra_args())  # e.g. auto.*: its bucket table
         indices = result_indices(op)
         if runtime_tensor and provider_of(op) == "vllm":
             outs = inline_native(self.graph, op.SEMANTIC_NAME, args, self.fake, self.traces)
@@ -185,7 +183,7 @@ def _same_inputs(node: torch.fx.Node, source: torch.fx.Node) -> bool:
     ) and node.target is source.target
 
 
-_ANY_NODE = object()
+_ANY_NODE: Any = object()  # stands for every node in literals() (compared by identity)
 
 
 def _equivalent_inputs(node: torch.fx.Node, source: torch.fx.Node) -> bool:

@@ -34,12 +34,14 @@ class FakeRunner:
         if self.mode is None or any("val" not in n.meta for n in node.all_input_nodes):
             return
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta["val"])
-        key = _memo_key(node.target, args, kwargs)
+        target = node.target
+        assert callable(target), f"{node}: a call_function target is callable"
+        key = _memo_key(target, args, kwargs)
         with self.mode:
             if key is not None and key in self._ours:
                 node.meta["val"] = _fresh_like(self._ours[key])
                 return
-            node.meta["val"] = node.target(*args, **kwargs)  # type: ignore[operator]
+            node.meta["val"] = target(*args, **kwargs)
         if key is not None:
             self._ours[key] = node.meta["val"]
 

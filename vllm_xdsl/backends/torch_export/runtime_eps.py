@@ -35,9 +35,9 @@ def tensor_epsilon_op(overload: torch._ops.OpOverload, semantic: str) -> torch._
     native = ops.ALL_OPS[semantic].native
 
     def kernel(*args: Any) -> Any:
-        args = list(args)
-        args[position] = float(args[position].item())
-        return overload(*args)
+        values = list(args)
+        values[position] = float(values[position].item())
+        return overload(*values)
 
     _LIB.impl(name, kernel, "CompositeExplicitAutograd")
     # An op may take arguments after the native's (auto.*: its bucket table): not the fake's.

@@ -10,13 +10,20 @@ not torch arguments.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from xdsl.ir import SSAValue
 
 from vllm_xdsl.dialects.types import torch_dtype
-from vllm_xdsl.dialects.vllm import SemanticSignature
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
+from vllm_xdsl.dialects.vllm import (
+    FusedQuantOp,
+    PerTokenGroupFp8QuantSignature,
+    QuantOp,
+    RmsNormSignature,
+    SemanticSignature,
+)
 
 from .literals import ExportError
 
@@ -70,7 +77,7 @@ def _load(provider: str) -> None:
         return
 
 
-def _scheme_args(op: Any) -> dict[str, Any]:
+def _scheme_args(op: QuantOp) -> dict[str, Any]:
     scheme = op.quant_scheme()
     return {
         "quant_dtype": scheme.dtype,
@@ -83,7 +90,9 @@ def _scheme_args(op: Any) -> dict[str, Any]:
     }
 
 
-def native_arguments(op: Any, operand: Any, epsilon: Any) -> dict[str, Any]:
+def native_arguments(
+    op: SemanticSignature, operand: Callable[[SSAValue], Any], epsilon: Any
+) -> dict[str, Any]:
     """The native's arguments by name; `operand(value)` gives an SSA value's node and
     `epsilon` is what to pass for epsilon (the property value or a runtime node)."""
     from vllm_xdsl import ops
@@ -92,26 +101,27 @@ def native_arguments(op: Any, operand: Any, epsilon: Any) -> dict[str, Any]:
     for name in ops.ALL_OPS[op.SEMANTIC_NAME].signature.parameters:
         if name == "epsilon":
             args[name] = epsilon
-        elif name in ("fp8_dtype",):
+        elif name in ("fp8_dtype",) and isinstance(op, QuantOp):
             args[name] = torch_dtype(op.q.type.element_type)
-        elif name in ("quant_dtype", "static", "granularity") or (
-            name in ("group_size", "column_major_scales", "use_ue8m0", "group_eps")
-            and hasattr(op, "scheme")
-        ):
+        elif name in _SCHEME_PARAMETERS and isinstance(op, FusedQuantOp):
             args[name] = _scheme_args(op)[name]
-        elif name == "group_size":
-            args[name] = op.group_size.value.data
-        elif name in ("column_major_scales", "use_ue8m0"):
-            attr = getattr(op, name)
-            args[name] = attr is not None and bool(attr.value.data)
-        elif name == "eps":
-            args[name] = DEFAULT_GROUP_EPS if op.eps is None else op.eps.value.data
-        elif name == "variance_size":
+        elif name in _GROUP_PARAMETERS and isinstance(op, PerTokenGroupFp8QuantSignature):
+            # The group options (the scheme has their defaults applied).
+            args[name] = _scheme_args(op)[_GROUP_PARAMETERS[name]]
+        elif name == "variance_size" and isinstance(op, RmsNormSignature):
             args[name] = None if op.variance_size is None else op.variance_size.value.data
         else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent
+            # Operands are named as the native's parameters (OPS.md): looked up by name.
             value = getattr(op, name)
             args[name] = None if value is None else operand(value)
     return args
+
+
+# The fused ops' scheme parameters; the per-group quant's, as scheme fields.
+_SCHEME_PARAMETERS = ("quant_dtype", "static", "granularity", "group_size",
+                      "column_major_scales", "use_ue8m0", "group_eps")
+_GROUP_PARAMETERS = {"group_size": "group_size", "column_major_scales": "column_major_scales",
+                     "use_ue8m0": "use_ue8m0", "eps": "group_eps"}
 
 
 def result_indices(op: SemanticSignature) -> list[int]:

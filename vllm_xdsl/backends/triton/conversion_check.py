@@ -16,12 +16,17 @@ device:
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor
 
 from vllm_xdsl import ops
+from vllm_xdsl.backends.triton import launch as L
+from vllm_xdsl.ops.scheme import QuantScheme
 
 _E4M3 = torch.float8_e4m3fn
+_checked: dict[torch.device, bool] = {}  # device -> its conversions passed the check
 
 
 def fp8_probe(fp8: torch.dtype = _E4M3) -> Tensor:
@@ -61,20 +66,17 @@ def bf16_probe() -> tuple[Tensor, Tensor]:
 def mismatch(device: torch.device, hw: bool) -> str | None:
     """The first difference between the Triton kernels (with or without hardware
     conversions) and the contract on `device`, or None if they agree bit for bit."""
-    from vllm_xdsl.backends.triton import functions as F
-    from vllm_xdsl.backends.triton import launch as L
-
     x = fp8_probe().to(device)
     one = torch.ones(1, device=device)
-    with L.hw_casts(hw):
-        got = F.static_scaled_fp8_quant(x, one, _E4M3)
+    with L.hw_casts(hw):  # the launchers of static_scaled_fp8_quant and fused_add_rms_norm
+        got = L.quant(x, QuantScheme(_E4M3, True, "tensor"), one)[0]
     want = ops.static_scaled_fp8_quant.native(x, one, _E4M3)
     problem = _first_difference("e4m3fn", x, got.view(torch.uint8), want.view(torch.uint8))
     if problem:
         return problem
     a, b = (t.to(device) for t in bf16_probe())
     with L.hw_casts(hw):
-        _, got = F.fused_add_rms_norm(a, b, None, 1e-6)
+        _, got = L.norm(a, b, None, 1e-6)
     _, want = ops.fused_add_rms_norm.native(a, b, None, 1e-6)
     return _first_difference("bf16", a.float() + b.float(),
                              got.view(torch.int16), want.view(torch.int16))
@@ -88,3 +90,28 @@ def _first_difference(what: str, inputs: Tensor, got: Tensor, want: Tensor) -> s
     value = inputs.flatten()[i].item()
     return (f"{int(wrong.sum())} of {wrong.numel()} {what} conversions differ from torch's, "
             f"e.g. {value!r} -> bits {int(got.flatten()[i]):#x}, torch {int(want.flatten()[i]):#x}")
+
+
+def conversions_checked(device: torch.device) -> bool:
+    """Whether `device`'s conversions passed conversion_check (run on first use, once per
+    device; a failure warns and keeps the f32 emulation). Not run while a CUDA graph is being
+    captured: those launches emulate until the check has run outside one."""
+    gpu = device.type == "cuda"
+    if gpu and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    if device in _checked:
+        return _checked[device]
+    if gpu and torch.cuda.is_current_stream_capturing():
+        return False
+    try:
+        problem = mismatch(device, hw=True)
+    except Exception as e:  # noqa: BLE001 - whatever broke, the emulation is the safe choice
+        problem = f"the check failed to run ({type(e).__name__}: {str(e).splitlines()[0]})"
+    if problem is not None:
+        warnings.warn(f"Triton kernels on {device} keep the f32 rounding emulation: {problem}",
+                      RuntimeWarning, stacklevel=2)
+    _checked[device] = problem is None
+    return _checked[device]
+
+
+L.set_conversion_check(conversions_checked)  # "auto" asks here (launch cannot import us)

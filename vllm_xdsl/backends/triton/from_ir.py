@@ -8,56 +8,56 @@ scale_ub, and the optional block_size / num_warps properties (defaults from the 
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.ir import Operation
 
 from vllm_xdsl.backends.triton.emit import emit_source
 from vllm_xdsl.backends.triton.spec import (
-    QUANT_OPS,
     KernelSpec,
     default_block_size,
     default_num_warps,
     tileable,
 )
 from vllm_xdsl.dialects.types import static_shape, torch_dtype
-from vllm_xdsl.ops.activations import activation_of
+from vllm_xdsl.dialects.vllm import ActAndMulOp, NormOp, QuantOp, SemanticSignature
 
 DIALECT = "triton"
 
 
 def _int_prop(op: Operation, name: str) -> int | None:
-    attr = getattr(op, name, None)
-    return None if attr is None else attr.value.data
+    attr = op.properties.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def spec_of_op(op: Operation) -> KernelSpec:
     """The KernelSpec of one `triton.<op>`; ValueError naming the op if it has none."""
+    assert isinstance(op, SemanticSignature), f"{op.name} is not a provider op"
     name = op.name.removeprefix(f"{DIALECT}.")
-    x_type = op.x.type  # type: ignore[attr-defined]
+    x_type = op.x.type
+    assert isinstance(x_type, TensorType)  # the verifier
     shape = static_shape(x_type)
     if not shape or shape[-1] is None:
         raise ValueError(f"{op.name}: the hidden size of x must be static to emit a kernel")
-    has_up = getattr(op, "up", None) is not None
-    width = shape[-1] // 2 if activation_of(name) is not None and not has_up else shape[-1]
-    weight = getattr(op, "weight", None)
-    scheme = None
-    if name in QUANT_OPS or name.endswith("_quant"):
-        scheme = op.quant_scheme()  # type: ignore[attr-defined]
+    has_up = isinstance(op, ActAndMulOp) and op.up is not None
+    width = shape[-1] // 2 if isinstance(op, ActAndMulOp) and not has_up else shape[-1]
+    weight = op.weight if isinstance(op, NormOp) else None
+    scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
     block = _int_prop(op, "block_size") or default_block_size(name, scheme, width)
     if block < width and not tileable(name, scheme):
         raise ValueError(
             f"{op.name}: block_size {block} is smaller than a row ({width} columns);"
             " this kernel reduces over the row in one block"
         )
-    norm = hasattr(op, "epsilon_value")
+    weight_type = None if weight is None else weight.type
+    assert weight_type is None or isinstance(weight_type, TensorType)  # the verifier
     return KernelSpec(
         op=name,
         dtype=torch_dtype(x_type.element_type),
-        weight_dtype=None if weight is None else torch_dtype(weight.type.element_type),
-        epsilon=op.epsilon_float() if norm else None,  # type: ignore[attr-defined]
+        weight_dtype=None if weight_type is None else torch_dtype(weight_type.element_type),
+        epsilon=op.epsilon_float() if isinstance(op, NormOp) else None,
         variance_size=_int_prop(op, "variance_size"),
         scheme=scheme,
-        has_scale_ub=getattr(op, "scale_ub", None) is not None,
+        has_scale_ub=isinstance(op, QuantOp) and op.scale_upper_bound() is not None,
         has_up=has_up,
         block_size=block,
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),

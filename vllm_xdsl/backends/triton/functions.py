@@ -10,6 +10,7 @@ from functools import lru_cache
 import torch
 from torch import Tensor
 
+from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 

@@ -12,7 +12,7 @@ infer their schemas from the natives, and these functions must match them.
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 import torch
@@ -47,7 +47,19 @@ def _kernel_view(t: Tensor) -> Tensor:
 HW_CASTS_ENV = "VLLM_XDSL_TRITON_HW_CASTS"
 _HW_CASTS_MODES = {"": "auto", "auto": "auto", "1": "on", "true": "on", "0": "off", "false": "off"}
 _hw_casts_override: bool | None = None
-_checked: dict[torch.device, bool] = {}  # device -> its conversions passed the check
+# Whether a device's conversions passed the check (conversion_check installs it: the check
+# launches these kernels). Until then "auto" keeps the emulation, which is always exact.
+def _unchecked(device: torch.device) -> bool:
+    return False
+
+
+_conversions_checked: Callable[[torch.device], bool] = _unchecked
+
+
+def set_conversion_check(checked: Callable[[torch.device], bool]) -> None:
+    """Install the check that "auto" asks before using a device's conversions."""
+    global _conversions_checked
+    _conversions_checked = checked
 
 
 @contextlib.contextmanager
@@ -67,37 +79,22 @@ def uses_hw_casts(device: torch.device) -> bool:
     """Whether kernels launched on `device` now round with its conversion instructions."""
     if _hw_casts_override is not None:
         return _hw_casts_override and converts_exactly(device)
-    value = os.environ.get(HW_CASTS_ENV, "").strip().lower()
-    mode = _HW_CASTS_MODES.get(value)
-    if mode is None:
-        raise ValueError(f"{HW_CASTS_ENV} must be auto, 1 or 0, not {value!r}")
+    mode = _hw_casts_mode(os.environ.get(HW_CASTS_ENV, ""))
     if mode == "off" or not converts_exactly(device):
         return False
-    return mode == "on" or conversions_checked(device)
+    return mode == "on" or _conversions_checked(device)
 
 
-def conversions_checked(device: torch.device) -> bool:
-    """Whether `device`'s conversions passed conversion_check (run on first use, once per
-    device; a failure warns and keeps the f32 emulation). Not run while a CUDA graph is being
-    captured: those launches emulate until the check has run outside one."""
-    gpu = device.type == "cuda"
-    if gpu and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    if device in _checked:
-        return _checked[device]
-    if gpu and torch.cuda.is_current_stream_capturing():
-        return False
-    from vllm_xdsl.backends.triton.conversion_check import mismatch
-
-    try:
-        problem = mismatch(device, hw=True)
-    except Exception as e:  # noqa: BLE001 - whatever broke, the emulation is the safe choice
-        problem = f"the check failed to run ({type(e).__name__}: {str(e).splitlines()[0]})"
-    if problem is not None:
-        warnings.warn(f"Triton kernels on {device} keep the f32 rounding emulation: {problem}",
-                      RuntimeWarning, stacklevel=2)
-    _checked[device] = problem is None
-    return _checked[device]
+@lru_cache(maxsize=8)
+def _hw_casts_mode(value: str) -> str:
+    """The mode a value of the variable asks for. A bad value warns once (one line, not a
+    traceback from inside a launch) and means auto: checked, so exact either way."""
+    mode = _HW_CASTS_MODES.get(value.strip().lower())
+    if mode is None:
+        warnings.warn(f"{HW_CASTS_ENV}={value!r} is not auto, 1 or 0 (or true, false); "
+                      "using auto", RuntimeWarning, stacklevel=4)
+        return "auto"
+    return mode
 
 
 @lru_cache(maxsize=16)
@@ -268,6 +265,7 @@ def norm(
         scales = _alloc_scales(scheme, tokens, hidden, x.device)
         args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
         if tokens == 0 and scheme.static:
+            assert scale is not None  # a static scheme has one (scheme_of checks)
             scales.copy_(scale.to(_F32).reshape(1))
     if spec.epsilon is None:
         args.append(float(epsilon))
@@ -300,6 +298,7 @@ def quant(
         amax = torch.zeros(1, dtype=torch.int32, device=x.device)  # f32 bits (absmax kernel)
         prologue = (x2, x2.stride(0), amax, hidden)
         if tokens == 0:  # the native's scale of an empty tensor: the floor
+            assert scales is not None  # allocated for every dynamic scheme
             scales.fill_(1.0 / (scheme.qmax * 512.0))
     args = [
         x2,
@@ -352,6 +351,7 @@ def act(
     scales = _alloc_scales(scheme, tokens, d, x.device)
     args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
     if tokens == 0 and scheme.static:
+        assert scale is not None  # a static scheme has one (scheme_of checks)
         scales.copy_(scale.to(_F32).reshape(1))
     _launch(spec, tokens, *args, d)
     return out, scales

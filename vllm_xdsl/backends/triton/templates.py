@@ -101,7 +101,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
             f"var = tl.div_rn(tl.sum(tl.where(cols < {vs}, x * x, 0.0), axis=0), {flt(vs)})",
         )
     k.add(f"y = x * tl.div_rn(1.0, tl.sqrt_rn(var + {eps}))")
-    final = spec.dtype
+    final: torch.dtype | None = spec.dtype
     if spec.weight_dtype is not None:
         wd = spec.weight_dtype
         then = "" if wd == spec.dtype else f", then to {spec.dtype}"

@@ -3,9 +3,10 @@
 // `raise-native`: HF-style RMSNorms, fp8 quants and SiLU-and-mul are `vllm` ops, the rest
 // (attention, matmuls, RoPE) opaque `torch.call`s. The token dimension is `?`.
 // Generated from vllm_xdsl.models.DecoderLayer (torch.compile with mark_dynamic on the
-// tokens, frontend.import_graph, the raise-native pass). Try:
-//   vllm-opt --fuse-norm-quant --lower-dispatch=target=cpu examples/llama_decoder_layer.mlir
-//   vllm-opt --fuse-norm-quant --lower-dispatch="target=cuda report=true" examples/llama_decoder_layer.mlir
+// tokens, frontend.import_graph, the raise-native pass). Try (from a checkout; for an
+// installed copy, `python -m vllm_xdsl.examples llama_decoder_layer` prints its path):
+//   vllm-opt --fuse-norm-quant --lower-dispatch=target=cpu vllm_xdsl/examples/llama_decoder_layer.mlir
+//   vllm-opt --fuse-norm-quant --lower-dispatch="target=cuda report=true" vllm_xdsl/examples/llama_decoder_layer.mlir
 builtin.module {
   func.func @forward(%arg0: i64, %arg1: tensor<?x4096xbf16>, %arg2: tensor<4096xbf16>, %arg3: tensor<1xbf16>, %arg4: tensor<12288x4096xbf16>, %arg5: tensor<64xbf16>, %arg6: tensor<1xbf16>, %arg7: tensor<4096x4096xbf16>, %arg8: tensor<4096xbf16>, %arg9: tensor<1xbf16>, %arg10: tensor<28672x4096xbf16>, %arg11: tensor<1xbf16>, %arg12: tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
     %mul = vllm.rms_norm %arg1 weight(%arg2 : tensor<4096xbf16>) {epsilon = 1.000000e-05 : f64} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
