@@ -140,6 +140,6 @@ def test_meta_args_binds_defaults_and_rejects_bad_calls():
     meta = ops.meta_args("per_token_group_fp8_quant", (x, 4), {"use_ue8m0": True})
     assert meta == {"x": TensorMeta(torch.float32, (2, 8), "cpu"), "group_size": 4,
                     "column_major_scales": False, "use_ue8m0": True, "eps": 1e-10,
-                    "fp8_dtype": torch.float8_e4m3fn}
+                    "fp8_dtype": torch.float8_e4m3fn, "zero_point": None, "variant": ""}
     with pytest.raises(ops.DispatchError, match="rms_norm: bad arguments"):
         ops.meta_args("rms_norm", (x,))

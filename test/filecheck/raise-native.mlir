@@ -274,14 +274,13 @@ func.func @static_reciprocal(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) -> tensor
 }
 
 // HF-style `x / scale` with bf16 x and an f32 scale: the division is in f32 (torch
-// promotes), the clamp is clamp_min + clamp_max. Divide vs the contract's reciprocal
-// multiply is an f32 ulp: raised, not exact.
+// promotes), the clamp is clamp_min + clamp_max. It divides where the contract multiplies
+// by the reciprocal: the exact `div` variant, raised at every level.
 // CHECK-LABEL: func.func @static_div
-// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xbf16>, tensor<1xf32> -> tensor<?x64xf8E4M3FN>
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div>} : tensor<?x64xbf16>, tensor<1xf32> -> tensor<?x64xf8E4M3FN>
 // CHECK-NEXT:    func.return %[[Q]]
 // EXACT-LABEL: func.func @static_div
-// EXACT-NOT:     vllm.
-// EXACT:         func.return
+// EXACT-NEXT:    vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div>}
 func.func @static_div(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) -> tensor<?x64xf8E4M3FN> {
   %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xbf16>, tensor<1xf32>) -> tensor<?x64xf32>
   %lo = torch.call "aten::clamp_min.default"(%y) [#torch.operand<0>, -4.480000e+02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
@@ -291,13 +290,13 @@ func.func @static_div(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) -> tensor<?x64xf
 }
 
 // f16 model: `y / scale` in f16, then f32, clamp, f16, fp8 (Inductor's cast chain). The
-// f16 rounding before fp8 changes ~0.3 % of values (within the OPS.md fp8 tolerance, but
-// another rounding point): raised only with approx=true. e4m3fnuz clamps at 224.
+// quotient is rounded to f16 before fp8 (the f16 after the clamp commutes with it): the
+// exact `div quotient f16` variant. e4m3fnuz clamps at 224.
 // CHECK-LABEL: func.func @static_f16_chain_fnuz
-// CHECK-NOT:     vllm.
-// CHECK:         func.return
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient f16>} : tensor<?x64xf16>, tensor<1xf16> -> tensor<?x64xf8E4M3FNUZ>
+// CHECK-NEXT:    func.return %[[Q]]
 // APPROX-LABEL: func.func @static_f16_chain_fnuz
-// APPROX-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xf16>, tensor<1xf16> -> tensor<?x64xf8E4M3FNUZ>
+// APPROX-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient f16>} : tensor<?x64xf16>, tensor<1xf16> -> tensor<?x64xf8E4M3FNUZ>
 // APPROX-NEXT:    func.return %[[Q]]
 func.func @static_f16_chain_fnuz(%x: tensor<?x64xf16>, %s: tensor<1xf16>) -> tensor<?x64xf8E4M3FNUZ> {
   %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<1xf16>) -> tensor<?x64xf16>
@@ -309,12 +308,12 @@ func.func @static_f16_chain_fnuz(%x: tensor<?x64xf16>, %s: tensor<1xf16>) -> ten
   func.return %q : tensor<?x64xf8E4M3FNUZ>
 }
 
-// Negative: after model.to(bf16) the scale buffer is bf16 and `y / scale` rounds to bf16
-// before fp8: 2.3 % of values differ from the contract (OPS.md allows 1 %). Not raised.
-// CHECK-LABEL: func.func @neg_static_bf16_div
-// CHECK-NOT:     vllm.
-// CHECK:         func.return
-func.func @neg_static_bf16_div(%x: tensor<?x64xbf16>, %s: tensor<1xbf16>) -> tensor<?x64xf8E4M3FN> {
+// After model.to(bf16) the scale buffer is bf16 and `y / scale` rounds to bf16 before fp8
+// (2.3 % of values differ from the contract): the exact `div quotient bf16` variant.
+// CHECK-LABEL: func.func @static_bf16_div
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient bf16>} : tensor<?x64xbf16>, tensor<1xbf16> -> tensor<?x64xf8E4M3FN>
+// CHECK-NEXT:    func.return %[[Q]]
+func.func @static_bf16_div(%x: tensor<?x64xbf16>, %s: tensor<1xbf16>) -> tensor<?x64xf8E4M3FN> {
   %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xbf16>, tensor<1xbf16>) -> tensor<?x64xbf16>
   %yf = torch.call "prims::convert_element_type.default"(%y) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x64xbf16>) -> tensor<?x64xf32>
   %lo = torch.call "aten::clamp_min.default"(%yf) [#torch.operand<0>, -4.480000e+02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
@@ -368,10 +367,10 @@ func.func @per_token_amax(%x: tensor<?x64xbf16>) -> (tensor<?x64xf8E4M3FN>, tens
   func.return %q, %s : tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
 }
 
-// vLLM's native form: max(dim) + unsqueeze, and `x * s.reciprocal()` (an f32 ulp from the
-// contract's division: raised, not exact).
+// vLLM's native form: max(dim) + unsqueeze, and `x * s.reciprocal()` where the contract
+// divides: the exact `recip` variant.
 // CHECK-LABEL: func.func @per_token_vllm
-// CHECK-NEXT:    %[[Q:.*]], %[[S:.*]] = vllm.dynamic_per_token_scaled_fp8_quant %x : tensor<?x64xf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
+// CHECK-NEXT:    %[[Q:.*]], %[[S:.*]] = vllm.dynamic_per_token_scaled_fp8_quant %x {variant = #vllm.quant_variant<recip>} : tensor<?x64xf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
 // CHECK-NEXT:    func.return %[[Q]]
 func.func @per_token_vllm(%x: tensor<?x64xf16>) -> tensor<?x64xf8E4M3FN> {
   %ab = torch.call "aten::abs.default"(%x) [#torch.operand<0>] : (tensor<?x64xf16>) -> tensor<?x64xf16>

@@ -48,8 +48,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.types import torch_dtype
-from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, QuantScheme
+from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
+from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
@@ -58,6 +59,7 @@ _SCALE = "(`scale` `(` $scale^ `:` type($scale) `)`)?"
 _SCALE_UB = "(`scale_ub` `(` $scale_ub^ `:` type($scale_ub) `)`)?"
 _SCALES = "(`,` type($scales)^)?"
 _UP = "(`up` `(` $up^ `:` type($up) `)`)?"
+_ZP = "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)?"
 
 _OPTIONS = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
 _PROPS_IN_ATTR_DICT = (ParsePropInAttrDict(),)
@@ -134,6 +136,10 @@ class QuantOp(SemanticSignature):
         """The scales result of a dynamic scheme."""
         return None
 
+    def zero_point_operand(self) -> SSAValue | None:
+        """The runtime zero point (docs/OPS.md "Variants"), if given."""
+        return None
+
     def _q_dtype(self) -> torch.dtype:
         return torch_dtype(self.q.type.element_type)
 
@@ -146,6 +152,7 @@ class FusedQuantOp(QuantOp):
         scale: SSAValue | None  # the static scale
         scale_ub: SSAValue | None  # the upper bound of dynamic per-token scales
         scales: OpResult[TensorType] | None  # the computed scales (dynamic schemes)
+        zero_point: SSAValue | None  # the runtime zero point (variants)
 
 
 class _NormMixin(NormOp):
@@ -163,6 +170,35 @@ class _NormMixin(NormOp):
 
 class _QuantMixin(QuantOp):
     """Quant ops describe their quantization as a QuantScheme, whatever their form."""
+
+
+class _UnfusedQuantMixin(_QuantMixin):
+    """An unfused quant: its scheme is its name, plus an optional `variant` property
+    (default: the OPS.md row) and an optional runtime `zero_point` operand."""
+
+    variant = opt_prop_def(QuantVariantAttr)
+    zero_point = opt_operand_def(TensorType)
+
+    def quant_variant(self) -> QuantVariant:
+        return DEFAULT_VARIANT if self.variant is None else self.variant.to_variant()
+
+    def zero_point_operand(self) -> SSAValue | None:
+        return self.zero_point
+
+    def _scheme(self, static: bool, granularity: Granularity) -> QuantScheme:
+        return QuantScheme(self._q_dtype(), static, granularity, variant=self.quant_variant())
+
+    def _verify_variant(self, x: TensorType) -> QuantScheme:
+        """The scheme, or a VerifyException naming the variant that does not fit the op."""
+        try:
+            scheme = self.quant_scheme()
+        except ValueError as e:
+            raise VerifyException(
+                f"variant {self.variant} does not fit {self.SEMANTIC_NAME}: "
+                f"{str(e).split(': ', 1)[-1]}"
+            ) from None
+        check.zero_point(self.zero_point, x, scheme)
+        return scheme
 
 
 # --- unfused norm ops --------------------------------------------------------------------
@@ -207,7 +243,7 @@ class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
 # --- unfused quant ops -------------------------------------------------------------------
 
 
-class StaticScaledFp8QuantSignature(_QuantMixin):
+class StaticScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
@@ -217,9 +253,10 @@ class StaticScaledFp8QuantSignature(_QuantMixin):
         x = check.activation(self.x)
         check.static_scale(self.scale)
         check.quant_result(self.q, x, "fp8")
+        self._verify_variant(x)
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=True, granularity="tensor")
+        return self._scheme(True, "tensor")
 
     def static_scale(self) -> SSAValue | None:
         return self.scale
@@ -232,9 +269,10 @@ class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
         x = check.activation(self.x)
         check.static_scale(self.scale)
         check.quant_result(self.q, x, "int8")
+        self._verify_variant(x)
 
 
-class DynamicScaledFp8QuantSignature(_QuantMixin):
+class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
     x = operand_def(TensorType)
     q = result_def(TensorType)
@@ -243,16 +281,16 @@ class DynamicScaledFp8QuantSignature(_QuantMixin):
     def verify_(self) -> None:
         x = check.activation(self.x)
         check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scale, x, self.quant_scheme())
+        check.scales_result(self.scale, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=False, granularity="tensor")
+        return self._scheme(False, "tensor")
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scale
 
 
-class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
+class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
     x = operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
@@ -264,10 +302,10 @@ class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
         if self.scale_ub is not None:
             check.static_scale(self.scale_ub, "scale_ub")
         check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self.quant_scheme())
+        check.scales_result(self.scales, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=False, granularity="token")
+        return self._scheme(False, "token")
 
     def scale_upper_bound(self) -> SSAValue | None:
         return self.scale_ub
@@ -276,7 +314,7 @@ class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
         return self.scales
 
 
-class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
+class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
     x = operand_def(TensorType)
     q = result_def(TensorType)
@@ -285,16 +323,16 @@ class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
     def verify_(self) -> None:
         x = check.activation(self.x)
         check.quant_result(self.q, x, "int8")
-        check.scales_result(self.scales, x, self.quant_scheme())
+        check.scales_result(self.scales, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=False, granularity="token")
+        return self._scheme(False, "token")
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scales
 
 
-class PerTokenGroupFp8QuantSignature(_QuantMixin):
+class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
     x = operand_def(TensorType)
     group_size = prop_def(IntegerAttr[I64])
@@ -308,7 +346,7 @@ class PerTokenGroupFp8QuantSignature(_QuantMixin):
         x = check.activation(self.x)
         check.group_size(x, self.group_size.value.data)
         check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self.quant_scheme())
+        check.scales_result(self.scales, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(
@@ -319,6 +357,7 @@ class PerTokenGroupFp8QuantSignature(_QuantMixin):
             column_major_scales=_flag(self.column_major_scales),
             use_ue8m0=_flag(self.use_ue8m0),
             group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
+            variant=self.quant_variant(),
         )
 
     def computed_scales(self) -> OpResult[TensorType] | None:
@@ -343,8 +382,12 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scales
 
+    def zero_point_operand(self) -> SSAValue | None:
+        return self.zero_point
+
     def _verify_scheme(self, x: TensorType, q_shape_of: TensorType) -> None:
         dtype = check.quant_result(self.q, q_shape_of, "fp8 or int8")
+        self._verify_zero_point(q_shape_of, dtype)
         try:
             scheme = self.scheme.to_scheme(dtype)
         except ValueError as e:
@@ -376,6 +419,15 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
                 raise VerifyException("scale_ub applies to dynamic per-token fp8 only")
             check.static_scale(self.scale_ub, "scale_ub")
 
+    def _verify_zero_point(self, q_shape_of: TensorType, dtype: torch.dtype) -> None:
+        zp = self.zero_point
+        if zp is not None:
+            try:
+                scheme = self.scheme.to_scheme(dtype)
+            except ValueError:
+                return  # reported by _verify_scheme
+            check.zero_point(zp, q_shape_of, scheme)
+
 
 class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
     SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
@@ -383,6 +435,7 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
     weight = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
+    zero_point = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
     scheme = prop_def(QuantSchemeAttr)
@@ -401,6 +454,7 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
     weight = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
+    zero_point = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
     scheme = prop_def(QuantSchemeAttr)
@@ -474,6 +528,7 @@ class _ActAndMulQuantSignature(_FusedQuantMixin, _ActAndMulMixin):
     up = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
+    zero_point = opt_operand_def(TensorType)
     scheme = prop_def(QuantSchemeAttr)
     q = result_def(TensorType)
     scales = opt_result_def(TensorType)
@@ -520,7 +575,9 @@ ACT_QUANT_SIGNATURES: tuple[type[_ActAndMulQuantSignature], ...] = (
     SiluAndMulQuantSignature, GeluAndMulQuantSignature, GeluTanhAndMulQuantSignature,
 )
 _ACT_FORMAT = f"$x {_UP} attr-dict `:` type($x) `->` type($out)"
-_ACT_QUANT_FORMAT = f"$x {_UP} {_SCALE} {_SCALE_UB} attr-dict `:` type($x) `->` type($q) {_SCALES}"
+_ACT_QUANT_FORMAT = (
+    f"$x {_UP} {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) {_SCALES}"
+)
 
 
 # --- the vllm ops: signature + name + syntax ---------------------------------------------
@@ -530,19 +587,21 @@ ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
     RmsNormSignature: f"$x {_WEIGHT} {_EPS} attr-dict `:` type($x) `->` type($out)",
     FusedAddRmsNormSignature: f"$x `,` $residual {_WEIGHT} {_EPS} attr-dict `:` type($x) `,` "
     "type($residual) `->` type($out) `,` type($residual_out)",
-    StaticScaledFp8QuantSignature: "$x `,` $scale attr-dict `:` type($x) `,` type($scale) "
-    "`->` type($q)",
-    StaticScaledInt8QuantSignature: "$x `,` $scale attr-dict `:` type($x) `,` type($scale) "
-    "`->` type($q)",
-    DynamicScaledFp8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` type($scale)",
-    DynamicPerTokenScaledFp8QuantSignature: f"$x {_SCALE_UB} attr-dict `:` type($x) `->` "
+    StaticScaledFp8QuantSignature: f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` "
+    "type($scale) `->` type($q)",
+    StaticScaledInt8QuantSignature: f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` "
+    "type($scale) `->` type($q)",
+    DynamicScaledFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
+    "type($scale)",
+    DynamicPerTokenScaledFp8QuantSignature: f"$x {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` "
     "type($q) `,` type($scales)",
-    DynamicPerTokenScaledInt8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` "
+    DynamicPerTokenScaledInt8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) "
+    "`,` type($scales)",
+    PerTokenGroupFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
     "type($scales)",
-    PerTokenGroupFp8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` type($scales)",
-    RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_EPS} attr-dict `:` type($x) "
+    RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
     f"`->` type($q) {_SCALES}",
-    FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_EPS} "
+    FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} "
     f"attr-dict `:` type($x) `,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}",
     **{sig: _ACT_FORMAT for sig in ACT_SIGNATURES},
     **{sig: _ACT_QUANT_FORMAT for sig in ACT_QUANT_SIGNATURES},
@@ -626,4 +685,4 @@ OPS_BY_NAME: dict[str, type[SemanticSignature]] = {
     sig.SEMANTIC_NAME: op for sig, op in _VLLM_OPS.items()
 }
 
-Vllm = Dialect("vllm", list(_VLLM_OPS.values()), [QuantSchemeAttr])
+Vllm = Dialect("vllm", list(_VLLM_OPS.values()), [QuantSchemeAttr, QuantVariantAttr])

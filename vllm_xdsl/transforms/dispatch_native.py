@@ -27,6 +27,7 @@ from vllm_xdsl.dialects.vllm import (
 )
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
+from vllm_xdsl.transforms.dispatch_native_variant import quant_variant
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
 
 F32 = torch.float32
@@ -228,8 +229,11 @@ def quant(
     scheme: QuantScheme,
     scale: SSAValue | None,
     scale_ub: SSAValue | None,
+    zero_point: SSAValue | None = None,
 ) -> list[SSAValue]:
     """fused.quant_native: q, then the computed scales (none for a static scheme)."""
+    if not scheme.variant.is_default or zero_point is not None:
+        return quant_variant(b, x, scheme, scale, scale_ub, zero_point)
     if scheme.static:
         assert scale is not None
         return [static_fp8(b, x, scale, scheme.dtype) if scheme.is_fp8 else static_int8(b, x, scale)]
@@ -246,7 +250,7 @@ def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     assert isinstance(op, QuantOp)
     scheme = op.quant_scheme()
     scale = op.static_scale() if scheme.static else None
-    return quant(b, op.x, scheme, scale, op.scale_upper_bound())
+    return quant(b, op.x, scheme, scale, op.scale_upper_bound(), op.zero_point_operand())
 
 
 # --- fused ops: the composition of the unfused decompositions ------------------------------
@@ -254,7 +258,7 @@ def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
 
 def _fused_quant(b: TorchBuilder, op: Operation, y: SSAValue) -> list[SSAValue]:
     assert isinstance(op, FusedQuantOp)
-    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub)
+    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub, op.zero_point)
 
 
 def rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:

@@ -136,10 +136,20 @@ class _Consumers:
                 assert isinstance(user, CallOp)
                 self.views.append(user)
                 self.collect(user.outputs[0], [*path, user], family)
-            elif use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme()):
+            elif (use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme())
+                  and _zero_point_fits(user, path)):
                 self.quants.append((user, path))
             else:
                 self.blocked = True
+
+
+def _zero_point_fits(quant: vllm.QuantOp, path: list[CallOp]) -> bool:
+    """A per-token zero point is shaped like the quant's rows: only without a view between."""
+    zp = quant.zero_point_operand()
+    if zp is None or not path:
+        return True
+    shape = zp.type.get_shape() if isinstance(zp.type, TensorType) else None
+    return shape in ((), (1,))
 
 
 def _program_order(a: tuple[Operation, list[CallOp]], b: tuple[Operation, list[CallOp]]) -> int:
@@ -210,7 +220,8 @@ class FuseQuantIntoProducer(RewritePattern):
         """Where the fused op that replaces residual_out may go: at the producer if the
         quant's scale operands are already defined there, else at the quant if every user
         of residual_out comes after it; None if neither."""
-        extras = [v for v in (quant.static_scale(), quant.scale_upper_bound()) if v is not None]
+        extras = [v for v in (quant.static_scale(), quant.scale_upper_bound(),
+                              quant.zero_point_operand()) if v is not None]
         if all(dominates(v, producer) for v in extras):
             return producer
         if all_before(quant, [u.operation for u in residual_out.uses]):
@@ -237,6 +248,7 @@ class FuseQuantIntoProducer(RewritePattern):
         }
         operands["scale"] = quant.static_scale() if scheme.static else None
         operands["scale_ub"] = quant.scale_upper_bound()
+        operands["zero_point"] = quant.zero_point_operand()
         scales = quant.computed_scales()
         residual_out = None if fused_add is None else fused_add.residual_out
         result_types = {

@@ -17,8 +17,9 @@ raise_quant.py and raise_silu.py. Three levels:
   silu and gelu);
 - `exact=true`: only forms that are bit-exact with the native contract;
 - `approx=true`: also forms that round at another point (the HF residual sum rounded to
-  f16/bf16 before the norm -> fused_add_rms_norm; an f16 quotient before fp8): within the
-  per-op OPS.md tolerance, but measurably different after fp8 layers downstream.
+  f16/bf16 before the norm -> fused_add_rms_norm): within the per-op OPS.md tolerance, but
+  measurably different after fp8 layers downstream. Quant forms need no level: each is
+  raised as the exact variant it computes (raise_quant.py, docs/OPS.md "Variants").
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
 |------------------------------------------------------------------|----------------------------|---------|
@@ -30,10 +31,11 @@ raise_quant.py and raise_silu.py. Three levels:
 | `x.float() + r.float()` before the norm (vLLM native), f32 `x + r` | fused_add_rms_norm         | exact   |
 | `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm         | approx  |
 | `x.float() * scale.reciprocal()` (f32 reciprocal), clamp(+-FMAX), fp8 | static_scaled_fp8_quant | exact   |
-| `x / scale` computed in f32                                      | static_scaled_fp8_quant    | default |
-| quotient rounded to f16 / to bf16 before fp8                     | static / never             | approx / - |
+| `x / scale` in f32, or rounded to f16/bf16 (+ a zero point)      | static, variant `div quotient ..` | exact |
 | `clamp_min(amax(abs(x)) / FMAX, 1/(FMAX*512))`, `x.float() / s`  | dynamic_per_token (+scale_ub) | exact |
-| same with `max(dim)`+unsqueeze, `* s.reciprocal()` (vLLM native) | dynamic_per_token          | default |
+| same with `max(dim)`+unsqueeze, `* s.reciprocal()` (vLLM native) | dynamic_per_token `recip`  | exact   |
+| compressed-tensors' bf16 scales, `where(s == 0, eps)`, int8 round | the OPS.md "Variants" rows | exact   |
+| per tensor, per group (`x.view(.., G, gs)`, ue8m0, vLLM's floor)  | dynamic / per_token_group  | exact   |
 | FMAX as a graph input (a float global under dynamic=True)         | -                          | never   |
 | `silu(x[..., :d]) * x[..., d:]`, slice/split/chunk, aten.silu    | silu_and_mul               | exact   |
 | `silu(gate) * up`, two tensors of one type (any rank)            | silu_and_mul up(...)       | exact   |
@@ -95,8 +97,8 @@ class RaiseNativePass(ModulePass):
     """Raise only forms that are bit-exact with the contract."""
 
     approx: bool = False
-    """Also raise forms that round at another point than the contract (f16/bf16 residual
-    sum, f16 quotient before fp8): within the per-op OPS.md tolerance, not bit-exact."""
+    """Also raise forms that round at another point than the contract (the f16/bf16
+    residual sum): within the per-op OPS.md tolerance, not bit-exact."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact

@@ -16,6 +16,7 @@ import torch
 from vllm_xdsl.backends.cuda.build import ToolchainMissing, Vendor, find_compiler
 from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.ops.impl import TensorMeta
+from vllm_xdsl.ops.quant_variant import variant_problem
 
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
@@ -59,6 +60,9 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     devices = {m.device for m in metas.values()}
     if not devices <= set(DEVICES[vendor]) or len(devices) > 1:
         return f"tensors on {sorted(devices)}; the {vendor} kernels need one {vendor} device"
+    problem = variant_problem(args, vendor)
+    if problem is not None:
+        return problem
     x = args["x"]
     if x.dtype not in ACT_DTYPES:
         return f"x dtype {x.dtype} is not f16, bf16 or f32"

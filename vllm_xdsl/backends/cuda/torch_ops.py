@@ -24,6 +24,7 @@ from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.quant_variant import default_numerics_only
 from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
@@ -59,39 +60,51 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     @op(N.static_scaled_fp8_quant)
     def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
-                                fp8_dtype: torch.dtype = torch.float8_e4m3fn) -> Tensor:
+                                fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                zero_point: Tensor | None = None, variant: str = "") -> Tensor:
+        default_numerics_only("static_scaled_fp8_quant", zero_point, variant)
         return k.quant("static_scaled_fp8_quant", x, _unfused_scheme(fp8_dtype, True, "tensor"),
                        scale, None)[0]
 
     @op(N.dynamic_scaled_fp8_quant)
-    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                 zero_point: Tensor | None = None, variant: str = ""
                                  ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_scaled_fp8_quant", zero_point, variant)
         return k.dynamic_scaled_fp8_quant(x, fp8_dtype)
 
     @op(N.dynamic_per_token_scaled_fp8_quant)
     def dynamic_per_token_scaled_fp8_quant(x: Tensor, scale_ub: Tensor | None = None,
-                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                           zero_point: Tensor | None = None, variant: str = ""
                                            ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
         return k.quant("dynamic_per_token_scaled_fp8_quant", x,
                        _unfused_scheme(fp8_dtype, False, "token"), None, scale_ub)
 
     @op(N.per_token_group_fp8_quant)
     def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
                                   use_ue8m0: bool = False, eps: float = 1e-10,
-                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                  zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("per_token_group_fp8_quant", zero_point, variant)
         s = _unfused_scheme(fp8_dtype, False, "group", group_size=group_size,
                             column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
                             group_eps=eps)
         return k.quant("per_token_group_fp8_quant", x, s, None, None)
 
     @op(N.static_scaled_int8_quant)
-    def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+    def static_scaled_int8_quant(x: Tensor, scale: Tensor, zero_point: Tensor | None = None,
+                                 variant: str = "") -> Tensor:
+        default_numerics_only("static_scaled_int8_quant", zero_point, variant)
         return k.quant("static_scaled_int8_quant", x, _unfused_scheme(torch.int8, True, "tensor"),
                        scale, None)[0]
 
     @op(N.dynamic_per_token_scaled_int8_quant)
-    def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+    def dynamic_per_token_scaled_int8_quant(x: Tensor, zero_point: Tensor | None = None,
+                                            variant: str = "") -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_per_token_scaled_int8_quant", zero_point, variant)
         return k.quant("dynamic_per_token_scaled_int8_quant", x,
                        _unfused_scheme(torch.int8, False, "token"), None, None)
 
@@ -102,7 +115,9 @@ def define(vendor: Vendor) -> SimpleNamespace:
     def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
                        scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool,
                        granularity: str, group_size: int = 0, column_major_scales: bool = False,
-                       use_ue8m0: bool = False, group_eps: float = 1e-10) -> tuple[Tensor, Tensor]:
+                       use_ue8m0: bool = False, group_eps: float = 1e-10,
+                       zero_point: Tensor | None = None, variant: str = "") -> tuple[Tensor, Tensor]:
+        default_numerics_only("rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args)
         return q, scales
@@ -112,8 +127,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                  scale: Tensor | None, scale_ub: Tensor | None,
                                  quant_dtype: torch.dtype, static: bool, granularity: str,
                                  group_size: int = 0, column_major_scales: bool = False,
-                                 use_ue8m0: bool = False, group_eps: float = 1e-10
+                                 use_ue8m0: bool = False, group_eps: float = 1e-10,
+                                 zero_point: Tensor | None = None, variant: str = ""
                                  ) -> tuple[Tensor, Tensor, Tensor]:
+        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, residual_out, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight,
                                           epsilon, scale, scale_ub, args)
@@ -133,10 +150,11 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
                                       quant_dtype, static, granularity, group_size=0,
-                                      column_major_scales=False, use_ue8m0=False, group_eps=1e-10):
+                                      column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
+                                      zero_point=None, variant=""):
         q, _, scales = F.fused_add_rms_norm_quant(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant)
         return q, scales
 
     @op(fused_add_rms_norm_quant_fake, mutates_args=("residual",))
@@ -144,8 +162,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                   epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
                                   quant_dtype: torch.dtype, static: bool, granularity: str,
                                   group_size: int = 0, column_major_scales: bool = False,
-                                  use_ue8m0: bool = False, group_eps: float = 1e-10
+                                  use_ue8m0: bool = False, group_eps: float = 1e-10,
+                                  zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
                                scale_ub, args, inplace=True)
@@ -167,7 +187,9 @@ def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Ten
                           quant_dtype: torch.dtype, static: bool, granularity: str,
                           group_size: int = 0, column_major_scales: bool = False,
                           use_ue8m0: bool = False, group_eps: float = 1e-10,
+                          zero_point: Tensor | None = None, variant: str = "",
                           up: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        default_numerics_only(name, zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
                 group_eps)
         q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, args, up=up)
@@ -207,14 +229,14 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
         scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
         group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
-        group_eps: float = 1e-10,
+        group_eps: float = 1e-10, zero_point: Tensor | None = None, variant: str = "",
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Writes residual_out into residual; returns (q, residual, scales)."""
         scheme_of("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
-                  group_size, column_major_scales, use_ue8m0, group_eps)
+                  group_size, column_major_scales, use_ue8m0, group_eps, variant)
         q, scales = t.fused_add_rms_norm_quant_(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant)
         return q, residual, scales
 
     fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace

@@ -9,7 +9,7 @@ scale_ub, and the optional block_size / num_warps properties (defaults from the 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.backends.triton.emit import emit_source
 from vllm_xdsl.backends.triton.spec import (
@@ -61,7 +61,15 @@ def spec_of_op(op: Operation) -> KernelSpec:
         has_up=has_up,
         block_size=block,
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),
+        zero_point=_zero_point_kind(getattr(op, "zero_point", None)),
     )
+
+
+def _zero_point_kind(zp: SSAValue | None) -> str | None:
+    """As launch._zero_point_kind, from the operand's type: one value or one per row."""
+    if zp is None or not isinstance(zp.type, TensorType):
+        return None
+    return "tensor" if static_shape(zp.type) in ((), (1,)) else "token"
 
 
 def module_specs(module: ModuleOp) -> list[tuple[KernelSpec, list[Operation]]]:

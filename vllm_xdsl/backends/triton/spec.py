@@ -18,6 +18,7 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | `num_warps`     | warps per program                          | backend choice                     |
 | `hw_casts`      | round to bf16 / e4m3fn with the GPU's      | launch choice (the device)         |
 |                 | conversions instead of f32 bit arithmetic  |                                    |
+| `zero_point`    | None, "tensor" or "token": a zero point    | the `zero_point` operand's shape   |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
 kernel serves every shape whose row fits in `block_size`.
@@ -25,11 +26,14 @@ kernel serves every shape whose row fits in `block_size`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
+from vllm_xdsl.ops.quant_variant import EPILOGUE_FIELDS, SCALE_FIELDS
 from vllm_xdsl.ops.scheme import QuantScheme
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
@@ -117,6 +121,7 @@ class KernelSpec:
     num_warps: int = 4
     hw_casts: bool = False
     has_up: bool = False
+    zero_point: str | None = None
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -170,6 +175,9 @@ class KernelSpec:
                 return "dynamic per-tensor quant needs a global reduction; it is unfused only"
         if self.has_up and family != "act":
             return "a separate up operand belongs to the act-and-mul ops"
+        if self.zero_point not in (None, "tensor", "token") or (
+                self.zero_point is not None and (s is None or s.granularity == "group")):
+            return "a zero point is per tensor or per token, of a quant"
         if self.has_scale_ub and (s is None or not s.is_fp8 or s.granularity != "token"):
             return "scale_ub belongs to dynamic per-token fp8 quant only"
         if s is not None and s.granularity == "group":
@@ -197,6 +205,8 @@ class KernelSpec:
         parts += [f"b{self.block_size}", f"nw{self.num_warps}"]
         if self.hw_casts:
             parts.append("hw")
+        if self.zero_point is not None:
+            parts.append(f"zp{self.zero_point}")
         return "_".join(parts)
 
 
@@ -209,6 +219,8 @@ def scheme_tag(s: QuantScheme) -> str:
         if s.use_ue8m0:
             tag += "_ue8m0"
         tag += "_geps" + repr(s.group_eps).replace(".", "p").replace("-", "m")
+    if not s.variant.is_default:
+        tag += "_" + re.sub(r"[^0-9a-z]+", "_", s.variant.spelling().replace(".", "p"))
     return tag
 
 
@@ -224,3 +236,12 @@ _SHORT = {
 
 def _short(dtype: torch.dtype) -> str:
     return _SHORT.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The quant variant fields the Triton kernel of `op` implements: per-tensor scales (an
+    absmax kernel, then the quant) have the default scale computation only."""
+    per_row = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
+                     "per_token_group_fp8_quant") or (
+        args.get("static") is False and args.get("granularity") in ("token", "group"))
+    return EPILOGUE_FIELDS + SCALE_FIELDS if per_row else EPILOGUE_FIELDS

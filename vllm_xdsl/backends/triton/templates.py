@@ -77,7 +77,8 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.has_residual:
         k.params += ["residual_out_ptr", "residual_out_row_stride"]
     if spec.scheme is not None:
-        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
+                                 zero_point=spec.zero_point)
     if spec.epsilon is None:
         k.params.append("epsilon")
     k.params += ["H", "BLOCK: tl.constexpr"]
@@ -118,7 +119,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     else:
         quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     return [k]
 
@@ -143,12 +144,13 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
         )
         kernels.append(a)
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])
-    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
+    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False,
+                             zero_point=spec.zero_point)
     k.params += ["N", "BLOCK: tl.constexpr"]
     k.add(*_prologue(spec), "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
     quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=False, n="N", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     kernels.append(k)
     return kernels
@@ -183,7 +185,8 @@ def act_kernel(spec: KernelSpec) -> list[KernelText]:
         k.params += ["up_ptr", "up_row_stride"]
     k.params += ["out_ptr", "out_row_stride"] if spec.scheme is None else ["q_ptr", "q_row_stride"]
     if spec.scheme is not None:
-        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
+                                 zero_point=spec.zero_point)
     k.params += ["D", "BLOCK: tl.constexpr"]
     up = _load("up_ptr", "up_row_stride") if spec.has_up else _load("x_ptr", "x_row_stride", "D + ")
     what, expr = ACTIVATION_EXPRS[activation]
@@ -201,7 +204,7 @@ def act_kernel(spec: KernelSpec) -> list[KernelText]:
     else:
         quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     return [k]
 

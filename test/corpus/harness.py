@@ -1,0 +1,183 @@
+"""Compile one corpus case with `backend="vllm_xdsl"` (inner="eager") and measure it.
+
+Counts come from the pipeline's own records (`vllm_xdsl.compile.RESULTS`: op counts after
+each pass, per compiled graph), never from printed IR. The aten graphs the backend
+received are kept (by wrapping `vllm_xdsl.compile.transform` for the duration) for the
+`sites.graph_sites` cross-check. A fallback is the backend's one warning on the
+`vllm_xdsl` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch import nn
+
+from corpus.sites import Sites, graph_sites, raised_sites
+from vllm_xdsl import compile as backend
+from vllm_xdsl.ops.tolerance import contract_error
+
+# Whole-model tolerance of docs/OPS.md (a compiled model vs the same model in eager mode,
+# atol = rtol); OPS.md gives none for f32, where the per-op f32 tolerance is used.
+WHOLE_MODEL_TOL = {torch.float16: 2e-3, torch.bfloat16: 1e-2}
+LABELS = ("norm", "add", "act", "quant", "fused")  # the Sites fields, as the table names them
+
+
+@dataclass
+class Built:
+    """A model ready to compile, with its inputs and its ground-truth sites.
+
+    `outputs` says how each output is compared: "model" (whole-model tolerance), "value"
+    (the per-op tolerance of its dtype, fp8 included) or "scales". `sites` is None where
+    raised ops cannot be matched to sites: when Dynamo splits the model into graphs that it
+    reuses for several calls (compressed-tensors' stock forward), a raised op in a reused
+    graph covers several sites."""
+
+    model: nn.Module
+    args: tuple[Any, ...]
+    sites: Sites | None
+    outputs: tuple[str, ...] = ("model",)
+    token_dims: tuple[int | None, ...] = (0,)  # per arg: the dim marked dynamic, as vLLM does
+
+    def graph_expected(self) -> Sites | None:
+        """What `sites.graph_sites` must find: the norm, residual and quant sites (it
+        counts no acts or pairs)."""
+        s = self.sites
+        return None if s is None else Sites(s.norm, s.residual, 0, s.quant, 0)
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str  # "hf", "ct" or "vllm"
+    name: str
+    dtype: torch.dtype
+    build: Callable[[torch.dtype], Built] = field(compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}/{str(self.dtype).removeprefix('torch.').replace('bfloat16', 'bf16').replace('float32', 'f32')}"
+
+
+@dataclass
+class Row:
+    case: Case
+    total: Sites | None  # None: per compiled graph, no totals (see Built)
+    raised: Sites  # raised per type; `pairs` = fused ops formed
+    graph: Sites  # the aten-graph cross-check (norm, residual, quant)
+    graph_expected: Sites | None
+    graphs: int
+    fallbacks: list[str]
+    max_error: float
+    bit_exact: bool
+    tolerance_problem: str | None
+    seconds: float  # the whole measurement: build, compile, run
+    pipeline_seconds: float  # of which in vllm_xdsl's import, passes and export
+
+    def expectation(self) -> str:
+        """The row as test/corpus/expected.py spells it."""
+        cells = " ".join(f"{label} {cell}" for label, cell in zip(LABELS, self.cells(), strict=True))
+        return f"{cells} graphs {self.graphs} " + ("exact" if self.bit_exact else "close")
+
+    def cells(self) -> list[str]:
+        """raised/total per site type, then fused/possible ("-": no totals)."""
+        raised = self.raised.astuple()
+        total = self.total.astuple() if self.total else ("-",) * len(raised)
+        return [f"{r}/{t}" for r, t in zip(raised, total, strict=True)]
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def recording() -> Iterator[tuple[list[Sites], list[str], list[float]]]:
+    """While active: the sites of each aten graph handed to the pipeline (counted before
+    it runs), the backend's warnings, and the seconds spent in the pipeline per graph."""
+    graphs: list[Sites] = []
+    seconds: list[float] = []
+    original = backend.transform
+
+    def transform(gm: torch.fx.GraphModule, options: Any) -> torch.fx.GraphModule:
+        graphs.append(graph_sites([gm]))
+        start = time.perf_counter()
+        try:
+            return original(gm, options)
+        finally:
+            seconds.append(time.perf_counter() - start)
+
+    handler = _Warnings()
+    logger = logging.getLogger("vllm_xdsl")
+    logger.addHandler(handler)
+    backend.transform = transform
+    try:
+        yield graphs, handler.messages, seconds
+    finally:
+        backend.transform = original
+        logger.removeHandler(handler)
+
+
+def _outputs(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [v for v in value if isinstance(v, torch.Tensor)]
+
+
+def _compare(got: list[torch.Tensor], want: list[torch.Tensor], kinds: tuple[str, ...],
+             dtype: torch.dtype) -> tuple[float, bool, str | None]:
+    if len(got) != len(want) or len(want) != len(kinds):
+        return float("inf"), False, f"{len(got)} outputs, expected {len(want)}"
+    error, exact, problems = 0.0, True, []
+    for i, (g, w, kind) in enumerate(zip(got, want, kinds, strict=True)):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            problems.append(f"output {i}: {g.dtype}{list(g.shape)} vs {w.dtype}{list(w.shape)}")
+            exact = False
+            continue
+        error = max(error, (g.double() - w.double()).abs().max().item() if w.numel() else 0.0)
+        exact = exact and torch.equal(g, w)
+        if kind == "model" and w.dtype in WHOLE_MODEL_TOL:
+            tol = WHOLE_MODEL_TOL[w.dtype]
+            bad = (g.double() - w.double()).abs() > tol + tol * w.double().abs()
+            problem = f"{int(bad.sum())} values outside atol=rtol={tol}" if bad.any() else None
+        else:
+            problem = contract_error(g, w, kind="scales" if kind == "scales" else "value")
+        if problem:
+            problems.append(f"output {i}: {problem}")
+    return error, exact, "; ".join(problems) or None
+
+
+def measure(case: Case) -> Row:
+    """Build, compile (the token dim dynamic, inner="eager"), run once, count, compare."""
+    start = time.perf_counter()
+    built = case.build(case.dtype)
+    torch._dynamo.reset()  # a fresh compile per case (Dynamo caches by code object)
+    for arg, dim in zip(built.args, built.token_dims, strict=True):
+        if dim is not None:
+            torch._dynamo.mark_dynamic(arg, dim)
+    mark = backend.RESULTS.count
+    with recording() as (graphs, warnings, pipeline), torch.no_grad():
+        compiled = torch.compile(built.model, backend="vllm_xdsl", options={"inner": "eager"})
+        got = _outputs(compiled(*built.args))
+        want = _outputs(built.model(*built.args))
+    results = backend.RESULTS.since(mark)
+    raised = Sites()
+    for result in results:
+        counts = {stage.name: stage.op_counts for stage in result.stages}
+        raised += raised_sites(counts.get("raise-native", Counter()),
+                               counts.get("fuse-norm-quant", Counter()))
+    error, exact, problem = _compare(got, want, built.outputs, case.dtype)
+    return Row(case, built.sites, raised, sum(graphs, Sites()), built.graph_expected(),
+               len(graphs), list(warnings),
+               error, exact, problem, time.perf_counter() - start, sum(pipeline))

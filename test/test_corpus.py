@@ -1,0 +1,73 @@
+"""The real-model corpus (test/corpus): HF transformers decoders, compressed-tensors presets
+and vLLM's native forms, compiled with backend="vllm_xdsl" (inner="eager").
+
+Per case (model or form, dtype): the counts of test/corpus/expected.py exactly (sites raised
+per type, fusions formed, graphs, bit-exactness), so that a regression fails and an
+improvement must update the table (`python bench/corpus_table.py --expectations` prints it);
+no compile fallback; the compiled output within the OPS.md tolerance of eager; and the
+ground-truth site counts agreeing with the captured aten graph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from corpus import CASES, Row, Sites, measure
+from corpus.expected import EXPECTED
+from corpus.sites import op_kinds, raised_sites
+from corpus.table import format_expectations, format_table
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, Row]:
+    return {key: measure(case) for key, case in CASES.items()}
+
+
+def _whole(rows: dict[str, Row]) -> str:
+    measured = list(rows.values())
+    return (f"\nmeasured corpus:\n{format_table(measured)}\n\n"
+            f"as test/corpus/expected.py:\n{format_expectations(measured)}")
+
+
+def test_expectations_cover_the_corpus() -> None:
+    assert sorted(EXPECTED) == sorted(CASES)
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_counts(rows: dict[str, Row], key: str) -> None:
+    row = rows[key]
+    assert row.expectation() == EXPECTED.get(key), f"{key}: counts changed" + _whole(rows)
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_no_fallback(rows: dict[str, Row], key: str) -> None:
+    assert rows[key].fallbacks == [], _whole(rows)
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_within_tolerance(rows: dict[str, Row], key: str) -> None:
+    assert rows[key].tolerance_problem is None, _whole(rows)
+
+
+@pytest.mark.parametrize("key", [k for k, c in CASES.items() if c.family != "ct"
+                                 or not c.name.endswith("-stock")])
+def test_sites_match_the_graph(rows: dict[str, Row], key: str) -> None:
+    """The ground truth (module calls, structure) and the aten graph count the same norms,
+    residual adds and quants."""
+    row = rows[key]
+    assert row.graph_expected is not None
+    assert row.graph == row.graph_expected, _whole(rows)
+
+
+def test_op_classification() -> None:
+    assert op_kinds("vllm.fused_add_rms_norm_quant") == {"norm", "residual", "quant"}
+    assert op_kinds("vllm.silu_and_mul_quant") == {"act", "quant"}
+    with pytest.raises(ValueError, match="unclassified"):
+        op_kinds("vllm.softmax")
+    raised = raised_sites(
+        Counter({"vllm.rms_norm": 2, "vllm.fused_add_rms_norm": 1, "torch.call": 9,
+                 "vllm.static_scaled_fp8_quant": 3, "vllm.silu_and_mul": 1}),
+        Counter({"vllm.rms_norm_quant": 1, "vllm.fused_add_rms_norm_quant": 1,
+                 "vllm.silu_and_mul": 1, "vllm.static_scaled_fp8_quant": 1}))
+    assert raised == Sites(norm=3, residual=1, act=1, quant=3, pairs=2)
