@@ -89,7 +89,8 @@ def _example_calls() -> dict[str, tuple]:
         "silu_and_mul_quant": (x, None, s, FP8, False, "token"),
         "gelu_and_mul": (x, r),
         "gelu_tanh_and_mul": (x,),
-        "gelu_and_mul_quant": (x, None, None, FP8, False, "group", 16, True, True, 1e-10, r),
+        "gelu_and_mul_quant": (x, None, None, FP8, False, "group", 16, True, True, 1e-10, None, "",
+                               r),
         "gelu_tanh_and_mul_quant": (x, s, None, torch.int8, True, "tensor"),
     }
 
