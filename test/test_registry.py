@@ -71,7 +71,7 @@ def test_reserved_duplicate_and_invalid_names(scratch):
 
 def test_inplace_needs_inplace_outputs():
     with pytest.raises(RegistrationError, match="silu_and_mul.*no in-place outputs"):
-        ops.silu_and_mul.register_impl("t_inp", inplace=True)(lambda x: x)
+        ops.silu_and_mul.register_impl("t_inp", inplace=True)(lambda x, up=None: x)
 
 
 def test_supported_is_lazy_and_cached(scratch):

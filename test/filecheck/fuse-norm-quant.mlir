@@ -70,7 +70,8 @@ func.func @fused_add_schemes(%x: tensor<?x256xf16>, %r: tensor<?x256xf16>, %w: t
   func.return %q0, %q1, %s1, %q2, %s2, %q3, %q4, %s4, %r4 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xi8>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>
 }
 
-// silu_and_mul fuses with static fp8 and per-token-group fp8 only (OPS.md).
+// silu_and_mul fuses with every quant but dynamic per-tensor: static and per-group fp8 (as
+// vLLM), and per-token fp8 and static int8 too.
 // CHECK-LABEL: func.func @silu_and_mul
 func.func @silu_and_mul(%g: tensor<?x512xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xi8>) {
   // CHECK-NEXT: %q0 = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FN>
@@ -79,17 +80,32 @@ func.func @silu_and_mul(%g: tensor<?x512xbf16>, %s: tensor<1xf32>) -> (tensor<?x
   // CHECK-NEXT: %q1, %s1 = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_group 128 ue8m0>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>
   %m1 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
   %q1, %s1 = vllm.per_token_group_fp8_quant %m1 {group_size = 128 : i64, use_ue8m0 = true} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>
-  // No silu_and_mul fusion for per-token fp8 or int8.
-  // CHECK-NEXT: %m2 = vllm.silu_and_mul %g
-  // CHECK-NEXT: %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %m2
+  // CHECK-NEXT: %q2, %s2 = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_token>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
   %m2 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
   %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %m2 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
-  // CHECK-NEXT: %m3 = vllm.silu_and_mul %g
-  // CHECK-NEXT: %q3 = vllm.static_scaled_int8_quant %m3, %s
+  // CHECK-NEXT: %q3 = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x512xbf16> -> tensor<?x256xi8>
   %m3 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
   %q3 = vllm.static_scaled_int8_quant %m3, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xi8>
   // CHECK-NEXT: func.return
   func.return %q0, %q1, %s1, %q2, %s2, %q3 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xi8>
+}
+
+// The GELU ops and the two-operand form (gate and up) fuse alike; `up` is carried over.
+// CHECK-LABEL: func.func @gelu_and_mul
+func.func @gelu_and_mul(%g: tensor<2x?x256xbf16>, %u: tensor<2x?x256xbf16>, %x: tensor<?x512xf16>, %s: tensor<1xf32>) -> (tensor<2x?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>) {
+  // CHECK-NEXT: %q0 = vllm.gelu_tanh_and_mul_quant %g up(%u : tensor<2x?x256xbf16>) scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<2x?x256xbf16> -> tensor<2x?x256xf8E4M3FN>
+  %m0 = vllm.gelu_tanh_and_mul %g up(%u : tensor<2x?x256xbf16>) : tensor<2x?x256xbf16> -> tensor<2x?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %m0, %s : tensor<2x?x256xbf16>, tensor<1xf32> -> tensor<2x?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %s1 = vllm.gelu_and_mul_quant %x {scheme = #vllm.quant<dynamic per_group 128>} : tensor<?x512xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  %m1 = vllm.gelu_and_mul %x : tensor<?x512xf16> -> tensor<?x256xf16>
+  %q1, %s1 = vllm.per_token_group_fp8_quant %m1 {group_size = 128 : i64} : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  // Dynamic per-tensor needs a global max first: not fused.
+  // CHECK-NEXT: %m2 = vllm.gelu_and_mul %x
+  // CHECK-NEXT: %q2, %s2 = vllm.dynamic_scaled_fp8_quant %m2
+  %m2 = vllm.gelu_and_mul %x : tensor<?x512xf16> -> tensor<?x256xf16>
+  %q2, %s2 = vllm.dynamic_scaled_fp8_quant %m2 : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<1xf32>
+  // CHECK-NEXT: func.return
+  func.return %q0, %q1, %s1, %q2 : tensor<2x?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>
 }
 
 // A view that keeps the last dimension does not block fusion: the fused op works on the

@@ -484,23 +484,114 @@ func.func @silu_split(%x: tensor<2x?x128xf16>) -> tensor<2x?x64xf16> {
   func.return %m : tensor<2x?x64xf16>
 }
 
-// Negatives: the halves swapped (silu of the second half), a split along another dim,
-// SiLU in f32 multiplied without rounding back (an f32 result, not the contract).
-// CHECK-LABEL: func.func @neg_silu
-// CHECK-NOT:     vllm.
-// CHECK:         func.return
-func.func @neg_silu(%x: tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<4x128xf16>, tensor<8x64xf32>) {
+// The halves swapped (silu of the second half) and a split along another dim are exact
+// two-operand forms: gate and up are any two tensors of one type.
+// CHECK-LABEL: func.func @silu_two_operands
+// CHECK:         %[[M:.*]] = vllm.silu_and_mul %u up(%g : tensor<8x64xf16>) : tensor<8x64xf16> -> tensor<8x64xf16>
+// CHECK:         %[[M2:.*]] = vllm.silu_and_mul %a up(%b : tensor<4x128xf16>) : tensor<4x128xf16> -> tensor<4x128xf16>
+// CHECK-NEXT:    func.return %[[M]], %[[M2]]
+// EXACT-LABEL: func.func @silu_two_operands
+// EXACT:         vllm.silu_and_mul %u up(%g
+// EXACT:         vllm.silu_and_mul %a up(%b
+func.func @silu_two_operands(%x: tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<4x128xf16>) {
   %g, %u = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 64 : i64, -1 : i64] : (tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<8x64xf16>)
   %s = torch.call "aten::silu.default"(%u) [#torch.operand<0>] : (tensor<8x64xf16>) -> tensor<8x64xf16>
   %m = torch.call "aten::mul.Tensor"(%s, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf16>, tensor<8x64xf16>) -> tensor<8x64xf16>
   %a, %b = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 4 : i64, 0 : i64] : (tensor<8x128xf16>) -> (tensor<4x128xf16>, tensor<4x128xf16>)
   %sa = torch.call "aten::silu.default"(%a) [#torch.operand<0>] : (tensor<4x128xf16>) -> tensor<4x128xf16>
   %m2 = torch.call "aten::mul.Tensor"(%sa, %b) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x128xf16>, tensor<4x128xf16>) -> tensor<4x128xf16>
-  %gf = torch.call "prims::convert_element_type.default"(%g) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<8x64xf16>) -> tensor<8x64xf32>
+  func.return %m, %m2 : tensor<8x64xf16>, tensor<4x128xf16>
+}
+
+// HF Llama MLP in bf16 (gate_proj and up_proj, rank 3, dynamic dims) as AOTAutograd
+// decomposes it: act_fn(gate) * up.
+// CHECK-LABEL: func.func @hf_silu_two_operands
+// CHECK-NEXT:    %[[M:.*]] = vllm.silu_and_mul %g up(%u : tensor<?x?x128xbf16>) : tensor<?x?x128xbf16> -> tensor<?x?x128xbf16>
+// CHECK-NEXT:    func.return %[[M]]
+// EXACT-LABEL: func.func @hf_silu_two_operands
+// EXACT-NOT:     vllm.
+// EXACT:         func.return
+func.func @hf_silu_two_operands(%g: tensor<?x?x128xbf16>, %u: tensor<?x?x128xbf16>) -> tensor<?x?x128xbf16> {
+  %gf = torch.call "prims::convert_element_type.default"(%g) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x?x128xbf16>) -> tensor<?x?x128xf32>
+  %n = torch.call "aten::neg.default"(%gf) [#torch.operand<0>] : (tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %e = torch.call "aten::exp.default"(%n) [#torch.operand<0>] : (tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %a = torch.call "aten::add.Tensor"(%e) [#torch.operand<0>, 1 : i64] : (tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %sf = torch.call "aten::div.Tensor"(%gf, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x?x128xf32>, tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %s = torch.call "prims::convert_element_type.default"(%sf) [#torch.operand<0>, #torch.dtype<bf16>] : (tensor<?x?x128xf32>) -> tensor<?x?x128xbf16>
+  %m = torch.call "aten::mul.Tensor"(%s, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x?x128xbf16>, tensor<?x?x128xbf16>) -> tensor<?x?x128xbf16>
+  func.return %m : tensor<?x?x128xbf16>
+}
+
+// Gemma's GeGLU (HF gelu_pytorch_tanh) in bf16, decomposed: gelu_tanh_and_mul.
+// CHECK-LABEL: func.func @gemma_gelu_tanh
+// CHECK-NEXT:    %[[M:.*]] = vllm.gelu_tanh_and_mul %g up(%u : tensor<?x128xbf16>) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+// CHECK-NEXT:    func.return %[[M]]
+func.func @gemma_gelu_tanh(%g: tensor<?x128xbf16>, %u: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  %c = torch.call "prims::convert_element_type.default"(%g) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x128xbf16>) -> tensor<?x128xf32>
+  %m1 = torch.call "aten::mul.Tensor"(%c) [#torch.operand<0>, #torch.operand<0>] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m2 = torch.call "aten::mul.Tensor"(%m1, %c) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m3 = torch.call "aten::mul.Tensor"(%m2) [#torch.operand<0>, 4.471500e-02 : f64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %a = torch.call "aten::add.Tensor"(%c, %m3) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m4 = torch.call "aten::mul.Tensor"(%a) [#torch.operand<0>, 0.79788456080286541 : f64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m5 = torch.call "aten::mul.Tensor"(%c) [#torch.operand<0>, 5.000000e-01 : f64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %t = torch.call "aten::tanh.default"(%m4) [#torch.operand<0>] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %a1 = torch.call "aten::add.Tensor"(%t) [#torch.operand<0>, 1 : i64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m6 = torch.call "aten::mul.Tensor"(%m5, %a1) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %r = torch.call "prims::convert_element_type.default"(%m6) [#torch.operand<0>, #torch.dtype<bf16>] : (tensor<?x128xf32>) -> tensor<?x128xbf16>
+  %m = torch.call "aten::mul.Tensor"(%r, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xbf16>, tensor<?x128xbf16>) -> tensor<?x128xbf16>
+  func.return %m : tensor<?x128xbf16>
+}
+
+// Exact GELU decomposed in f32 (no casts), and aten.gelu on the halves of one tensor.
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK-NEXT:    %[[M:.*]] = vllm.gelu_and_mul %g up(%u : tensor<4x?x64xf32>) : tensor<4x?x64xf32> -> tensor<4x?x64xf32>
+// CHECK-NEXT:    %[[M2:.*]] = vllm.gelu_tanh_and_mul %x : tensor<?x128xf16> -> tensor<?x64xf16>
+// CHECK-NEXT:    %[[M3:.*]] = vllm.gelu_and_mul %x : tensor<?x128xf16> -> tensor<?x64xf16>
+// CHECK-NEXT:    func.return %[[M]], %[[M2]], %[[M3]]
+func.func @gelu_erf(%g: tensor<4x?x64xf32>, %u: tensor<4x?x64xf32>, %x: tensor<?x128xf16>) -> (tensor<4x?x64xf32>, tensor<?x64xf16>, tensor<?x64xf16>) {
+  %h = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 5.000000e-01 : f64] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %i = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 0.70710678118654757 : f64] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %e = torch.call "aten::erf.default"(%i) [#torch.operand<0>] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %a = torch.call "aten::add.Tensor"(%e) [#torch.operand<0>, 1 : i64] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %y = torch.call "aten::mul.Tensor"(%h, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x?x64xf32>, tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %m = torch.call "aten::mul.Tensor"(%u, %y) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x?x64xf32>, tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %p, %q = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 64 : i64, -1 : i64] : (tensor<?x128xf16>) -> (tensor<?x64xf16>, tensor<?x64xf16>)
+  %t = torch.call "aten::gelu.default"(%p) [#torch.operand<0>] kwargs {approximate = "tanh"} : (tensor<?x64xf16>) -> tensor<?x64xf16>
+  %m2 = torch.call "aten::mul.Tensor"(%t, %q) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x64xf16>
+  %n = torch.call "aten::gelu.default"(%p) [#torch.operand<0>] : (tensor<?x64xf16>) -> tensor<?x64xf16>
+  %m3 = torch.call "aten::mul.Tensor"(%n, %q) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x64xf16>
+  func.return %m, %m2, %m3 : tensor<4x?x64xf32>, tensor<?x64xf16>, tensor<?x64xf16>
+}
+
+// Negatives: SiLU in f32 multiplied without rounding back (an f32 result, not the
+// contract), a broadcasting product, a GELU with another constant (not torch's formula),
+// a tanh GELU whose cubic term is x^2 (not x^3).
+// CHECK-LABEL: func.func @neg_act
+// CHECK-NOT:     vllm.
+// CHECK:         func.return
+func.func @neg_act(%x: tensor<8x128xf16>, %b: tensor<1x64xf16>, %g: tensor<?x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf16>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %p, %u = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 64 : i64, -1 : i64] : (tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<8x64xf16>)
+  %gf = torch.call "prims::convert_element_type.default"(%p) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<8x64xf16>) -> tensor<8x64xf32>
   %sg = torch.call "aten::sigmoid.default"(%gf) [#torch.operand<0>] : (tensor<8x64xf32>) -> tensor<8x64xf32>
   %sf = torch.call "aten::mul.Tensor"(%gf, %sg) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
   %m3 = torch.call "aten::mul.Tensor"(%sf, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf32>, tensor<8x64xf16>) -> tensor<8x64xf32>
-  func.return %m, %m2, %m3 : tensor<8x64xf16>, tensor<4x128xf16>, tensor<8x64xf32>
+  %s = torch.call "aten::silu.default"(%p) [#torch.operand<0>] : (tensor<8x64xf16>) -> tensor<8x64xf16>
+  %mb = torch.call "aten::mul.Tensor"(%s, %b) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf16>, tensor<1x64xf16>) -> tensor<8x64xf16>
+  %h = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 5.000000e-01 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %i = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 0.7 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %e = torch.call "aten::erf.default"(%i) [#torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %a = torch.call "aten::add.Tensor"(%e) [#torch.operand<0>, 1 : i64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %y = torch.call "aten::mul.Tensor"(%h, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %m = torch.call "aten::mul.Tensor"(%y, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %sq = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, #torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %c3 = torch.call "aten::mul.Tensor"(%sq) [#torch.operand<0>, 4.471500e-02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %ad = torch.call "aten::add.Tensor"(%g, %c3) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %k = torch.call "aten::mul.Tensor"(%ad) [#torch.operand<0>, 0.79788456080286541 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %t = torch.call "aten::tanh.default"(%k) [#torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %t1 = torch.call "aten::add.Tensor"(%t) [#torch.operand<0>, 1 : i64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %yt = torch.call "aten::mul.Tensor"(%h, %t1) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mt = torch.call "aten::mul.Tensor"(%yt, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  func.return %m3, %mb, %m, %mt : tensor<8x64xf32>, tensor<8x64xf16>, tensor<?x64xf32>, tensor<?x64xf32>
 }
 
 // ----- clean-up ------------------------------------------------------------------------------

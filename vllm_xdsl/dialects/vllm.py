@@ -2,13 +2,15 @@
 
 Ops say what is computed, never how. Operand order and names follow OPS.md; optional
 operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
-`scale_ub(...)`), types next to them, so the syntax stays readable:
+`scale_ub(...)`, `up(...)`), types next to them, so the syntax stays readable:
 
     %y = vllm.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-05 : f64}
            : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
     %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
            {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
            : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+    %a = vllm.gelu_tanh_and_mul %gate up(%up : tensor<?x8192xbf16>)
+           : tensor<?x8192xbf16> -> tensor<?x8192xbf16>
     %y, %r = vllm.fused_add_rms_norm %x, %res {epsilon = 1.0e-06 : f64, rounded_sum}
            : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
 
@@ -59,6 +61,7 @@ _EPS = "(`epsilon` `(` $epsilon_value^ `:` type($epsilon_value) `)`)?"
 _SCALE = "(`scale` `(` $scale^ `:` type($scale) `)`)?"
 _SCALE_UB = "(`scale_ub` `(` $scale_ub^ `:` type($scale_ub) `)`)?"
 _SCALES = "(`,` type($scales)^)?"
+_UP = "(`up` `(` $up^ `:` type($up) `)`)?"
 _ZP = "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)?"
 
 _OPTIONS = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
@@ -378,20 +381,6 @@ class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
         return self.scales
 
 
-class SiluAndMulSignature(SemanticSignature):
-    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul"
-    x = operand_def(TensorType)
-    out = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        _check_silu_halves(x, self.out, "out")
-        if self.out.type.element_type != x.element_type:
-            raise VerifyException(
-                f"out must have element type {x.element_type}, got {self.out.type.element_type}"
-            )
-
-
 # --- fused ops ---------------------------------------------------------------------------
 
 
@@ -497,9 +486,64 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
         self._verify_scheme(x, x)
 
 
-class SiluAndMulQuantSignature(_FusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul_quant"
+def _flag(attr: BoolAttr | None) -> bool:
+    return attr is not None and bool(attr.value.data)
+
+
+# --- the activation-and-mul family -------------------------------------------------------
+#
+# One signature family, parameterised by the activation (ops/activations.py): `act(gate) *
+# up` on x[..., 2d] (gate and up halves) or, with `up(%u : ...)`, on x = gate[..., d] and
+# up[..., d]. Each activation has an unfused op and a fused quant op; the subclasses only
+# name them, so every check below holds for all of them alike.
+
+
+class ActAndMulOp(SemanticSignature):
+    """The act-and-mul family: `act(gate) * up`, plain or fused with a quant."""
+
+    ACTIVATION: ClassVar[str]  # "silu", "gelu" or "gelu_tanh" (ops/activations.py)
+
+    if TYPE_CHECKING:
+        up: SSAValue | None  # None: x holds the gate and up halves
+
+
+class _ActAndMulMixin(ActAndMulOp):
+    def _verify_act(self, result: SSAValue, what: str) -> TensorType:
+        """Checks x and up; returns the shape the result has (element type of x)."""
+        x = check.activation(self.x)
+        up = self.up
+        if up is not None:
+            check.same_shape(up, x, "up", x.element_type)
+            check.same_shape(result, x, what, None)
+            return x
+        h = check.hidden_size(x)
+        if h >= 0 and h % 2:
+            raise VerifyException(
+                f"x needs an even last dimension (gate and up halves), got {h};"
+                " or pass the up projection as up(...)"
+            )
+        t = check.tensor_of(result, what)
+        half = TensorType(x.element_type, (*x.get_shape()[:-1], h // 2 if h >= 0 else h))
+        if not check.shapes_agree(t.get_shape(), half.get_shape()):
+            raise VerifyException(
+                f"{what} must have the shape of x with the last dimension halved, got {t}"
+            )
+        return half
+
+
+class _ActAndMulSignature(_ActAndMulMixin):
     x = operand_def(TensorType)
+    up = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+
+    def verify_(self) -> None:
+        shape = self._verify_act(self.out, "out")
+        check.same_shape(self.out, shape, "out", shape.element_type)
+
+
+class _ActAndMulQuantSignature(_FusedQuantMixin, _ActAndMulMixin):
+    x = operand_def(TensorType)
+    up = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
     zero_point = opt_operand_def(TensorType)
@@ -508,26 +552,50 @@ class SiluAndMulQuantSignature(_FusedQuantMixin):
     scales = opt_result_def(TensorType)
 
     def verify_(self) -> None:
-        x = check.activation(self.x)
-        _check_silu_halves(x, self.q, "q")
-        half = TensorType(x.element_type, (*x.get_shape()[:-1], self.q.type.get_shape()[-1]))
-        self._verify_scheme(x, half)
+        shape = self._verify_act(self.q, "q")
+        self._verify_scheme(check.activation(self.x), shape)
 
 
-def _check_silu_halves(x: TensorType, out: SSAValue, what: str) -> None:
-    h = check.hidden_size(x)
-    if h >= 0 and h % 2:
-        raise VerifyException(f"x needs an even last dimension (gate and up halves), got {h}")
-    t = check.tensor_of(out, what)
-    expected = (*x.get_shape()[:-1], h // 2 if h >= 0 else h)
-    if not check.shapes_agree(t.get_shape(), expected):
-        raise VerifyException(
-            f"{what} must have the shape of x with the last dimension halved, got {t}"
-        )
+class SiluAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul"
+    ACTIVATION: ClassVar[str] = "silu"
 
 
-def _flag(attr: BoolAttr | None) -> bool:
-    return attr is not None and bool(attr.value.data)
+class GeluAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul"
+    ACTIVATION: ClassVar[str] = "gelu"
+
+
+class GeluTanhAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_tanh_and_mul"
+    ACTIVATION: ClassVar[str] = "gelu_tanh"
+
+
+class SiluAndMulQuantSignature(_ActAndMulQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul_quant"
+    ACTIVATION: ClassVar[str] = "silu"
+
+
+class GeluAndMulQuantSignature(_ActAndMulQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_quant"
+    ACTIVATION: ClassVar[str] = "gelu"
+
+
+class GeluTanhAndMulQuantSignature(_ActAndMulQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_tanh_and_mul_quant"
+    ACTIVATION: ClassVar[str] = "gelu_tanh"
+
+
+ACT_SIGNATURES: tuple[type[_ActAndMulSignature], ...] = (
+    SiluAndMulSignature, GeluAndMulSignature, GeluTanhAndMulSignature,
+)
+ACT_QUANT_SIGNATURES: tuple[type[_ActAndMulQuantSignature], ...] = (
+    SiluAndMulQuantSignature, GeluAndMulQuantSignature, GeluTanhAndMulQuantSignature,
+)
+_ACT_FORMAT = f"$x {_UP} attr-dict `:` type($x) `->` type($out)"
+_ACT_QUANT_FORMAT = (
+    f"$x {_UP} {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) {_SCALES}"
+)
 
 
 # --- the vllm ops: signature + name + syntax ---------------------------------------------
@@ -549,13 +617,12 @@ ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
     "`,` type($scales)",
     PerTokenGroupFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
     "type($scales)",
-    SiluAndMulSignature: "$x attr-dict `:` type($x) `->` type($out)",
     RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
     f"`->` type($q) {_SCALES}",
     FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} "
     f"attr-dict `:` type($x) `,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}",
-    SiluAndMulQuantSignature: f"$x {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) "
-    f"{_SCALES}",
+    **{sig: _ACT_FORMAT for sig in ACT_SIGNATURES},
+    **{sig: _ACT_QUANT_FORMAT for sig in ACT_QUANT_SIGNATURES},
 }
 
 SIGNATURES: tuple[type[SemanticSignature], ...] = tuple(ASSEMBLY_FORMATS)
@@ -626,6 +693,10 @@ SiluAndMulOp = _vllm_op(SiluAndMulSignature)
 RmsNormQuantOp = _vllm_op(RmsNormQuantSignature)
 FusedAddRmsNormQuantOp = _vllm_op(FusedAddRmsNormQuantSignature)
 SiluAndMulQuantOp = _vllm_op(SiluAndMulQuantSignature)
+GeluAndMulOp = _vllm_op(GeluAndMulSignature)
+GeluTanhAndMulOp = _vllm_op(GeluTanhAndMulSignature)
+GeluAndMulQuantOp = _vllm_op(GeluAndMulQuantSignature)
+GeluTanhAndMulQuantOp = _vllm_op(GeluTanhAndMulQuantSignature)
 
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {

@@ -5,10 +5,13 @@ QuantScheme); `scheme_of` rebuilds and validates it, and `quant_native` maps it 
 one unfused quant it denotes.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
 from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.activations import ACT_AND_MUL
 from vllm_xdsl.ops.natives_variant import quantize_variant
 from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.scheme import QuantScheme, granularity_of
@@ -146,22 +149,36 @@ def fused_add_rms_norm_quant(
     return q, residual_out, scales
 
 
-def silu_and_mul_quant(
-    x: Tensor,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
-    zero_point: Tensor | None = None,
-    variant: str = "",
-) -> tuple[Tensor, Tensor]:
-    scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                   group_eps, variant)
-    scheme_of("silu_and_mul_quant", scale, scale_ub, *scheme_args)
-    y = N.silu_and_mul(x)
-    return _quant("silu_and_mul_quant", y, scale, scale_ub, zero_point, *scheme_args)
+def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The fused native of an act-and-mul op: the act-and-mul native, then the quant."""
+    op = f"{name}_quant"
+    act = ACT_AND_MUL[name]
+
+    def fused(
+        x: Tensor,
+        scale: Tensor | None,
+        scale_ub: Tensor | None,
+        quant_dtype: torch.dtype,
+        static: bool,
+        granularity: str,
+        group_size: int = 0,
+        column_major_scales: bool = False,
+        use_ue8m0: bool = False,
+        group_eps: float = 1e-10,
+        zero_point: Tensor | None = None,
+        variant: str = "",
+        up: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales,
+                       use_ue8m0, group_eps, variant)
+        scheme_of(op, scale, scale_ub, *scheme_args)
+        return _quant(op, act(x, up), scale, scale_ub, zero_point, *scheme_args)
+
+    fused.__name__ = fused.__qualname__ = op
+    return fused
+
+
+# `up` comes last (optional): the one-operand calls of silu_and_mul_quant keep their meaning.
+silu_and_mul_quant = _act_and_mul_quant("silu_and_mul")
+gelu_and_mul_quant = _act_and_mul_quant("gelu_and_mul")
+gelu_tanh_and_mul_quant = _act_and_mul_quant("gelu_tanh_and_mul")

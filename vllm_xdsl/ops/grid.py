@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.tolerance import Kind
 
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
@@ -190,7 +191,7 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                 yield Case(op, dtype, (x(), scale, zp, variant), lab)
             else:
                 yield Case(op, dtype, (x(), zp, variant), lab)
-        if op == "silu_and_mul_quant":
+        if op in FUSED_ACT_OPS:
             yield from _fused_variant_cases(op, dtype, base, x, t, h, scale, device, next(seed))
         if op == "static_scaled_int8_quant":
             yield Case(op, dtype, (x(), scale), base)
@@ -199,20 +200,27 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
             if t > 1:
                 xs[0] = 0  # a zero row: s = 0, q = 0
             yield Case(op, dtype, (xs,), base)
-        elif op == "silu_and_mul":
+        elif op in ACTIVATIONS:  # x = [gate | up], and gate with a separate up
             yield Case(op, dtype, (x(shape=(t, 2 * h)),), f"{dt} T={t} d={h}")
-        elif op == "silu_and_mul_quant":
-            for qd, static, gran, kw, with_ub in FUSED_SCHEMES:
+            yield Case(op, dtype, (x(), x()), f"{dt} T={t} d={h} up")
+        elif op in FUSED_ACT_OPS:
+            for (qd, static, gran, kw, with_ub), with_up in itertools.product(
+                FUSED_SCHEMES, (False, True)
+            ):
                 for gs in _group_sizes(h) if gran == "group" else (0,):
                     q = (scale if static else None, ub if with_ub else None, qd, static, gran, gs,
                          kw.get("column_major_scales", False), kw.get("use_ue8m0", False))
-                    yield Case(op, dtype, (x(shape=(t, 2 * h)), *q),
-                               f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}")
+                    lab = f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}"
+                    if with_up:
+                        yield Case(op, dtype, (x(), *q, 1e-10, None, "", x()), lab + " up")
+                    else:
+                        yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
 
 
 def _fused_variant_cases(op: str, dtype: torch.dtype, base: str, x: Any, t: int, h: int,
                          scale: torch.Tensor, device: str, seed: int) -> Iterator[Case]:
-    """VARIANTS_FUSED on static fp8 / int8 and dynamic per-token fp8 (silu: static only)."""
+    """VARIANTS_FUSED on static fp8 / int8 and dynamic per-token fp8 (act-and-mul: static
+    only)."""
     w = _rand((h,), dtype, device, seed)
     for variant in VARIANTS_FUSED:
         for qd, static in ((E4M3, True), (torch.int8, True), (E4M3, False)):
@@ -231,6 +239,6 @@ def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
         norm: tuple[Kind, ...] = ("norm", "value")
         return norm[:n]
     kinds: list[Kind] = ["value"] * n
-    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", "silu_and_mul"):
+    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS):
         kinds[-1] = "scales"
     return tuple(kinds)

@@ -12,6 +12,11 @@ custom op schema from them.
 import torch
 from torch import Tensor
 
+from vllm_xdsl.ops.activations import (  # noqa: F401  (natives of the act-and-mul family)
+    gelu_and_mul,
+    gelu_tanh_and_mul,
+    silu_and_mul,
+)
 from vllm_xdsl.ops.natives_variant import quantize_variant
 from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, INT8_MAX, Granularity, QuantScheme, fp8_max
@@ -194,10 +199,3 @@ def _computed(result: tuple[Tensor, Tensor | None]) -> tuple[Tensor, Tensor]:
     q, scales = result
     assert scales is not None  # a dynamic scheme returns its scales
     return q, scales
-
-
-def silu_and_mul(x: Tensor) -> Tensor:
-    d = x.shape[-1] // 2
-    if x.shape[-1] != 2 * d:
-        raise ValueError(f"silu_and_mul: last dimension {x.shape[-1]} is not even")
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]

@@ -41,7 +41,7 @@ _SCHEME_FIELDS = {
     "eps": "group_eps",
     "group_eps": "group_eps",
 }
-_TENSOR_OPERANDS = ("x", "residual", "weight", "scale", "scale_ub", "zero_point")
+_TENSOR_OPERANDS = ("x", "up", "residual", "weight", "scale", "scale_ub", "zero_point")
 
 
 def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str, Any]:

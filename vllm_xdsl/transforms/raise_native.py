@@ -1,7 +1,7 @@
 """`raise-native`: recognise native decompositions in `torch.call` chains and raise them
 into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`,
 `vllm.static_scaled_fp8_quant`, `vllm.dynamic_per_token_scaled_fp8_quant`,
-`vllm.silu_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
+`vllm.silu_and_mul`, `vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
 that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` operand.
 
 A pattern replaces only the last value of a chain; intermediate values with other users
@@ -13,7 +13,8 @@ raise_quant.py and raise_silu.py. Three levels:
 
 - default: every rounding to a storage dtype (f16/bf16/fp8) happens where the contract
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
-  (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed silu);
+  (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed
+  silu and gelu);
 - `exact=true`: only forms that are bit-exact with the native contract;
 - `approx=true`: once also forms that round at another point (the HF residual sum
   rounded to f16/bf16 before the norm, an f16 quotient before fp8). Both are now raised at
@@ -38,12 +39,15 @@ raise_quant.py and raise_silu.py. Three levels:
 | per tensor, per group (`x.view(.., G, gs)`, ue8m0, vLLM's floor)  | dynamic / per_token_group  | exact   |
 | FMAX as a graph input (a float global under dynamic=True)         | -                          | never   |
 | `silu(x[..., :d]) * x[..., d:]`, slice/split/chunk, aten.silu    | silu_and_mul               | exact   |
+| `silu(gate) * up`, two tensors of one type (any rank)            | silu_and_mul up(...)       | exact   |
+| `aten.gelu(gate[, approximate="tanh"]) * up` (halves or two)     | gelu(_tanh)_and_mul        | exact   |
 | Inductor's decomposed silu (`xf / (1 + exp(-xf))`, `xf * sigmoid(xf)`) | silu_and_mul         | default |
+| Inductor's decomposed gelu / tanh gelu (raise_silu.py)           | gelu(_tanh)_and_mul        | default |
 
 Never raised (the meaning differs): a mean over another dim, no keepdim, eps added after
 the rsqrt, a non-scalar or negative eps, another power than 2, clamp bounds other than
 +-FMAX of the result's fp8 type (e4m3fn 448, e4m3fnuz 224), a reciprocal rounded to
-f16/bf16, swapped SiLU halves, a SiLU kept in f32 for the product, and any weight
+f16/bf16, an activation kept in f32 for the product, a broadcasting product, and any weight
 multiply whose rounding is not the contract's (an f32 weight on a bf16 norm output: the
 norm is raised and the multiply stays).
 """
@@ -64,7 +68,7 @@ from xdsl.pattern_rewriter import (
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
-from vllm_xdsl.transforms.raise_silu import RaiseSiluAndMul
+from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
 
 
 def erase_dead_calls(module: ModuleOp) -> int:
@@ -100,7 +104,7 @@ class RaiseNativePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact
         patterns: list[RewritePattern] = [
-            p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseSiluAndMul)
+            p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
         erase_dead_calls(op)

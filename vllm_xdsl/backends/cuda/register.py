@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from vllm_xdsl.backends.cuda.build import ToolchainMissing, Vendor, find_compiler
+from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.ops.impl import TensorMeta
 from vllm_xdsl.ops.quant_variant import variant_problem
 
@@ -68,7 +69,10 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     if x.ndim == 0:
         return "x needs a last (hidden) dimension"
     H = x.shape[-1]
-    if op.startswith("silu") and H is not None:
+    up = args.get("up")
+    if up is not None and (up.dtype != x.dtype or up.ndim != x.ndim or up.shape[-1] != H):
+        return f"up {up.dtype} {up.shape} does not match x {x.dtype} {x.shape}"
+    if activation_of(op) is not None and up is None and H is not None:  # x = [gate | up]
         if H % 2:
             return f"last dimension {H} is not even"
         H //= 2

@@ -22,6 +22,7 @@ from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.quant_variant import default_numerics_only
 from vllm_xdsl.ops.scheme import Granularity, QuantScheme
@@ -107,9 +108,8 @@ def define(vendor: Vendor) -> SimpleNamespace:
         return k.quant("dynamic_per_token_scaled_int8_quant", x,
                        _unfused_scheme(torch.int8, False, "token"), None, None)
 
-    @op(N.silu_and_mul)
-    def silu_and_mul(x: Tensor) -> Tensor:
-        return k.silu_and_mul(x)
+    for name in ACTIVATIONS:  # the act-and-mul family: one kernel, the activation a code
+        op(ACT_AND_MUL[name])(_act_and_mul(k, name))
 
     @op(F.rms_norm_quant)
     def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
@@ -137,17 +137,8 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                           epsilon, scale, scale_ub, args, rounded_sum)
         return q, residual_out, scales
 
-    @op(F.silu_and_mul_quant)
-    def silu_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
-                           quant_dtype: torch.dtype, static: bool, granularity: str,
-                           group_size: int = 0, column_major_scales: bool = False,
-                           use_ue8m0: bool = False, group_eps: float = 1e-10,
-                           zero_point: Tensor | None = None, variant: str = ""
-                           ) -> tuple[Tensor, Tensor]:
-        default_numerics_only("silu_and_mul_quant", zero_point, variant)
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
-        q, scales = k.fused("silu_and_mul_quant", x, None, None, 0.0, scale, scale_ub, args)
-        return q, scales
+    for name in FUSED_ACT_OPS:
+        op(getattr(F, name))(_act_and_mul_quant(k, name))
 
     # In-place variants: mutate the donated inputs, return nothing.
     def no_outputs(*args: object) -> None:
@@ -184,6 +175,31 @@ def define(vendor: Vendor) -> SimpleNamespace:
         return q, scales
 
     return SimpleNamespace(**ops)
+
+
+def _act_and_mul(k: Kernels, name: str) -> Callable[..., Tensor]:
+    def act_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+        return k.act_and_mul(name, x, up)
+
+    act_and_mul.__name__ = act_and_mul.__qualname__ = name
+    return act_and_mul
+
+
+def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    def act_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
+                          quant_dtype: torch.dtype, static: bool, granularity: str,
+                          group_size: int = 0, column_major_scales: bool = False,
+                          use_ue8m0: bool = False, group_eps: float = 1e-10,
+                          zero_point: Tensor | None = None, variant: str = "",
+                          up: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        default_numerics_only(name, zero_point, variant)
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
+                group_eps)
+        q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, args, up=up)
+        return q, scales
+
+    act_and_mul_quant.__name__ = act_and_mul_quant.__qualname__ = name
+    return act_and_mul_quant
 
 
 def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..., Any]:

@@ -4,6 +4,7 @@ These are what `register()` registers as provider "triton" and what the torch cu
 `torch.ops.vllm_xdsl_triton.<op>` run. Annotations are real (custom op schemas).
 """
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import torch
@@ -138,8 +139,16 @@ def dynamic_per_token_scaled_int8_quant(
     return q, scales
 
 
-def silu_and_mul(x: Tensor) -> Tensor:
-    return L.silu(x)[0]
+def silu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return L.act("silu_and_mul", x, up)[0]
+
+
+def gelu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return L.act("gelu_and_mul", x, up)[0]
+
+
+def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return L.act("gelu_tanh_and_mul", x, up)[0]
 
 
 def rms_norm_quant(
@@ -216,36 +225,40 @@ def fused_add_rms_norm_quant(
     return q, residual_out, scales
 
 
-def silu_and_mul_quant(
-    x: Tensor,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
-    zero_point: Tensor | None = None,
-    variant: str = "",
-) -> tuple[Tensor, Tensor]:
-    _variant("silu_and_mul_quant", zero_point, variant, static=static, granularity=granularity)
-    scheme = L.fused_scheme(
-        "silu_and_mul_quant",
-        scale,
-        scale_ub,
-        quant_dtype,
-        static,
-        granularity,
-        group_size,
-        column_major_scales,
-        use_ue8m0,
-        group_eps,
-        variant,
-    )
-    q, scales = L.silu(x, scheme, scale, scale_ub, zero_point)
-    return q, scales
+def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The fused launcher of an act-and-mul op, with the native's signature."""
+    op = f"{name}_quant"
+
+    def fused(
+        x: Tensor,
+        scale: Tensor | None,
+        scale_ub: Tensor | None,
+        quant_dtype: torch.dtype,
+        static: bool,
+        granularity: str,
+        group_size: int = 0,
+        column_major_scales: bool = False,
+        use_ue8m0: bool = False,
+        group_eps: float = 1e-10,
+        zero_point: Tensor | None = None,
+        variant: str = "",
+        up: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        _variant(op, zero_point, variant, static=static, granularity=granularity)
+        scheme = L.fused_scheme(
+            op, scale, scale_ub, quant_dtype, static, granularity, group_size,
+            column_major_scales, use_ue8m0, group_eps, variant,
+        )
+        q, scales = L.act(name, x, up, scheme, scale, scale_ub, zero_point)
+        return q, scales
+
+    fused.__name__ = fused.__qualname__ = op
+    return fused
+
+
+silu_and_mul_quant = _act_and_mul_quant("silu_and_mul")
+gelu_and_mul_quant = _act_and_mul_quant("gelu_and_mul")
+gelu_tanh_and_mul_quant = _act_and_mul_quant("gelu_tanh_and_mul")
 
 
 def _check_groups(op: str, x: Tensor, scheme: QuantScheme) -> None:
@@ -268,8 +281,12 @@ FUNCTIONS = {
         "static_scaled_int8_quant",
         "dynamic_per_token_scaled_int8_quant",
         "silu_and_mul",
+        "gelu_and_mul",
+        "gelu_tanh_and_mul",
         "rms_norm_quant",
         "fused_add_rms_norm_quant",
         "silu_and_mul_quant",
+        "gelu_and_mul_quant",
+        "gelu_tanh_and_mul_quant",
     )
 }

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
+from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.scheme import FP8_DTYPES, QuantScheme
 
@@ -118,6 +119,7 @@ def _spec(
     variance_size: int | None = None,
     scheme: QuantScheme | None = None,
     has_scale_ub: bool = False,
+    has_up: bool = False,
     zero_point: Tensor | None = None,
     rounded_sum: bool = False,
 ) -> KernelSpec:
@@ -131,6 +133,7 @@ def _spec(
         scheme,
         has_scale_ub,
         uses_hw_casts(x.device),
+        has_up,
         _zero_point_kind(zero_point),
         rounded_sum,
     )
@@ -163,6 +166,7 @@ def _cached_spec(
     scheme: QuantScheme | None,
     has_scale_ub: bool,
     hw: bool,
+    has_up: bool = False,
     zero_point: str | None = None,
     rounded_sum: bool = False,
 ) -> KernelSpec:
@@ -178,6 +182,7 @@ def _cached_spec(
         block,
         default_num_warps(block),
         hw,
+        has_up,
         zero_point,
         rounded_sum,
     )
@@ -352,28 +357,31 @@ _QUANT_OP = {
 }
 
 
-def silu(
+def act(
+    op: str,
     x: Tensor,
+    up: Tensor | None = None,
     scheme: QuantScheme | None = None,
     scale: Tensor | None = None,
     scale_ub: Tensor | None = None,
     zero_point: Tensor | None = None,
 ) -> tuple[Tensor, ...]:
-    """The silu_and_mul family: (out,) or (q, scales)."""
-    if x.dim() == 0 or x.shape[-1] % 2:
-        raise ValueError(
-            f"silu_and_mul: last dimension {x.shape[-1] if x.dim() else 0} is not even"
-        )
+    """The act-and-mul family (`op` names the unfused op): (out,) or (q, scales)."""
+    gate, up_ = gate_and_up(op, x, up)  # the native's checks and messages
     x2 = _rows(x)
-    tokens, d = x2.shape[0], x2.shape[1] // 2
+    tokens, d = x2.shape[0], gate.shape[-1]
     if scheme is not None and scheme.granularity == "group" and d % scheme.group_size:
-        raise ValueError(f"silu_and_mul_quant: group_size {scheme.group_size} does not divide {d}")
-    op = "silu_and_mul" if scheme is None else "silu_and_mul_quant"
-    spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None,
-                 zero_point=zero_point)
+        raise ValueError(f"{op}_quant: group_size {scheme.group_size} does not divide {d}")
+    name = op if scheme is None else f"{op}_quant"
+    spec = _spec(name, x, d, scheme=scheme, has_scale_ub=scale_ub is not None,
+                 has_up=up is not None, zero_point=zero_point)
     out_dtype = x.dtype if scheme is None else scheme.dtype
-    out = torch.empty(*x.shape[:-1], d, dtype=out_dtype, device=x.device)
-    args: list = [x2, x2.stride(0), _kernel_view(out), d]
+    out = torch.empty(gate.shape, dtype=out_dtype, device=x.device)
+    args: list = [x2, x2.stride(0)]
+    if up is not None:
+        u2 = _rows(up_)
+        args += [u2, u2.stride(0)]
+    args += [_kernel_view(out), d]
     if scheme is None:
         _launch(spec, tokens, *args, d)
         return (out,)
