@@ -57,7 +57,8 @@ template <typename T, int N> VX_DEV void store(T* p, const float* in) {
 // The act-and-mul producers: act(gate) * up, activation codes as ACTIVATION_CODES (library.py).
 enum Producer { P_IDENTITY = 0, P_RMS_NORM = 1, P_ADD_RMS_NORM = 2, P_SILU_MUL = 3,
                 P_GELU_MUL = 4, P_GELU_TANH_MUL = 5 };
-constexpr bool is_act(int prod) { return prod >= P_SILU_MUL; }
+// A variable, not a function: a constexpr host function cannot be called from device code.
+template <int PROD> constexpr bool kIsAct = PROD >= P_SILU_MUL;
 
 // torch's activation formulas in f32 (aten's CPU kernels compute f16/bf16 in f32 too).
 template <int PROD> VX_DEV float activation(float a) {
@@ -137,7 +138,7 @@ template <typename T, typename W, int PROD> struct RowProducer {
 
   VX_DEV RowProducer(const Params& p_, int64_t row) : p(p_), inv_rms(0.f) {
     x = static_cast<const T*>(p.x) + row * p.x_stride;
-    u = !is_act(PROD) ? nullptr
+    u = !kIsAct<PROD> ? nullptr
         : p.up != nullptr ? static_cast<const T*>(p.up) + row * p.up_stride : x + p.hidden;
     r = PROD == P_ADD_RMS_NORM ? static_cast<const T*>(p.residual) + row * p.r_stride : nullptr;
     r_out = PROD == P_ADD_RMS_NORM ? static_cast<T*>(p.residual_out) + row * p.ro_stride : nullptr;
@@ -180,7 +181,7 @@ template <typename T, typename W, int PROD> struct RowProducer {
   template <int N> VX_DEV void values(int64_t i, float* v, bool final) const {
     if constexpr (PROD == P_IDENTITY) {
       load<T, N>(x + i, v);
-    } else if constexpr (is_act(PROD)) {
+    } else if constexpr (kIsAct<PROD>) {
       float b[N];
       load<T, N>(x + i, v);
       load<T, N>(u + i, b);
