@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -97,11 +98,16 @@ def transform(gm: torch.fx.GraphModule, options: PipelineOptions) -> torch.fx.Gr
     dumper = Dumper.from_env(getattr(gm, "_vllm_xdsl_name", "graph"))
     stage = "import"
     try:
+        start = time.perf_counter()
         imported = import_graph(gm)
+        imported_at = time.perf_counter()
         result = run_pipeline(imported.module, options, dumper)
         stage = "export"
+        exporting_at = time.perf_counter()
         values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         exported = export_module(imported.module, gm, values, imported.origin)
+        result.seconds["import"] = imported_at - start
+        result.seconds["export"] = time.perf_counter() - exporting_at
     except StageError:
         raise
     except Exception as e:
