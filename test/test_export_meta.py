@@ -3,7 +3,6 @@ same metadata, reuse one fake run and get what a fake run of each would give."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 from xdsl.context import Context
 
@@ -46,39 +45,3 @@ def test_repeated_ops_share_one_fake_run_with_the_same_metadata(monkeypatch):
     monkeypatch.setattr(meta, "_memo_key", lambda *args: None)  # every op runs on fakes
     plain = _export_signatures(gm)
     assert [s[:2] for s in memoized] == [s[:2] for s in plain]
-
-
-def _fake_graph(fn, *shapes):  # noqa: ANN001, ANN002, ANN202
-    """fn traced on fake inputs with a symbolic first dim, and a FakeRunner on them."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    gm = make_fx(fn, tracing_mode="symbolic")(*[torch.randn(*s) for s in shapes])
-    values = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
-    return gm, meta.FakeRunner(values)
-
-
-def test_repeated_functional_aten_ops_get_fresh_values_of_one_fake_run(monkeypatch):
-    gm, runner = _fake_graph(lambda x: torch.relu(x * 2) + torch.relu(x * 2), (6, 8))
-    calls = []
-    fresh_like = meta._fresh_like
-    monkeypatch.setattr(meta, "_fresh_like", lambda v: calls.append(1) or fresh_like(v))
-    nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
-    old = {n: n.meta.pop("val") for n in nodes}
-    for n in nodes:
-        runner.run(n)
-    assert len(calls) == 2  # the second mul and relu: copies, not runs
-    vals = [n.meta["val"] for n in nodes]
-    storages = {v.untyped_storage()._cdata for v in vals}
-    assert len(storages) == len(vals)  # no two nodes share a fake value or storage
-    for n in nodes:
-        assert meta.value_signature(n.meta["val"]) == meta.value_signature(old[n])
-
-
-def test_data_dependent_and_aliasing_outputs_are_never_copied(monkeypatch):
-    monkeypatch.setattr(meta, "_fresh_like", lambda v: pytest.fail("copied"))  # noqa: ARG005
-    gm, runner = _fake_graph(lambda x: (x.nonzero(), x.nonzero(), x.t(), x.t()), (6, 8))
-    nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
-    for n in nodes:
-        n.meta.pop("val")
-        runner.run(n)
-    assert len(nodes) == 4 and all("val" in n.meta for n in nodes)  # each ran on fakes
