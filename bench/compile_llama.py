@@ -176,8 +176,11 @@ def _report(label: str, layers: int, recs: list[dict[str, Any]]) -> dict[str, An
     by = {v: [r for r in recs if r["variant"] == v] for v in VARIANTS}
     print(f"\n## {label}, {layers} layers ({len(by['ours'])} compiles each, medians)")
     print(f"{'':28}{'inductor':>10}{'ours':>10}{'ratio':>8}")
-    summary: dict[str, Any] = {}
-    for key in ("wall", "cpu", "children_cpu"):
+    summary: dict[str, Any] = {"records": recs}
+    keys = ["wall", "cpu", "children_cpu"]
+    if all("process cpu (whole)" in r for r in recs):  # fresh: with the imports
+        keys.append("process cpu (whole)")
+    for key in keys:
         a, b = _row(by["inductor"], key), _row(by["ours"], key)
         summary[key] = {"inductor": a, "ours": b, "ratio": b / a}
         print(f"{key:28}{a:10.2f}{b:10.2f}{b / a:8.3f}")
