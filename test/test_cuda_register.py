@@ -58,6 +58,9 @@ def test_supports_args(vendor: str) -> None:
     assert "does not divide" in _rejects("per_token_group_fp8_quant", vendor, x, 100)
     assert _rejects("per_token_group_fp8_quant", vendor, x, 128) is None
     assert "not even" in _rejects("silu_and_mul", vendor, _meta((5, 33)))
+    assert _rejects("gelu_and_mul", vendor, _meta((5, 33)), _meta((5, 33))) is None  # gate, up
+    assert "does not match x" in _rejects("gelu_tanh_and_mul", vendor, _meta((5, 33)),
+                                          _meta((5, 33), torch.float16))
     assert "residual dtype" in _rejects("fused_add_rms_norm", vendor, x,
                                         _meta((None, 4096), torch.float16), w, 1e-6)
     assert "f16, bf16 or f32" in _rejects("static_scaled_int8_quant", vendor,
@@ -84,6 +87,11 @@ def _example_calls() -> dict[str, tuple]:
         "rms_norm_quant": (x, w, 1e-6, None, None, FP8, False, "group", 16, True),
         "fused_add_rms_norm_quant": (x, r, w, 1e-6, s, None, torch.int8, True, "tensor"),
         "silu_and_mul_quant": (x, None, s, FP8, False, "token"),
+        "gelu_and_mul": (x, r),
+        "gelu_tanh_and_mul": (x,),
+        "gelu_and_mul_quant": (x, None, None, FP8, False, "group", 16, True, True, 1e-10, None, "",
+                               r),
+        "gelu_tanh_and_mul_quant": (x, s, None, torch.int8, True, "tensor"),
     }
 
 

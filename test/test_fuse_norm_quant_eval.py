@@ -50,7 +50,7 @@ def _scheme_args(op: Operation) -> dict[str, Any]:
     return {"quant_dtype": s.dtype, "fp8_dtype": s.dtype, "static": s.static,
             "granularity": s.granularity, "group_size": s.group_size,
             "column_major_scales": s.column_major_scales, "use_ue8m0": s.use_ue8m0,
-            "eps": s.group_eps, "group_eps": s.group_eps}
+            "eps": s.group_eps, "group_eps": s.group_eps, "variant": s.variant.spelling()}
 
 
 def _run_vllm(op: SemanticSignature, env: dict[SSAValue, Any]) -> None:

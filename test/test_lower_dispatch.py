@@ -70,11 +70,11 @@ def swap_impl() -> Iterator[Any]:
 # --- a fake-but-correct "triton" silu_and_mul: bf16/f16 rows that are a multiple of 16 ----
 
 
-def _fake_silu(x: torch.Tensor) -> torch.Tensor:
-    return ops.silu_and_mul.native(x)
+def _fake_silu(x: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
+    return ops.silu_and_mul.native(x, up)
 
 
-def _fake_silu_args(x: ops.TensorMeta) -> bool | str:
+def _fake_silu_args(x: ops.TensorMeta, up: ops.TensorMeta | None = None) -> bool | str:
     if x.dtype == torch.float32:
         return "test triton: no f32"
     if x.shape[-1] is None or x.shape[-1] % 32:
@@ -202,9 +202,9 @@ def test_provider_without_dialect_is_called_at_run_time(swap_impl) -> None:
 
     calls = []
 
-    def acme_silu(x: torch.Tensor) -> torch.Tensor:
+    def acme_silu(x: torch.Tensor, up: torch.Tensor | None = None) -> torch.Tensor:
         calls.append(tuple(x.shape))
-        return ops.silu_and_mul.native(x)
+        return ops.silu_and_mul.native(x, up)
 
     swap_impl(ops.silu_and_mul, "acme", acme_silu)
     for priority in ("silu_and_mul=acme,native", "silu_and_mul=acme!"):

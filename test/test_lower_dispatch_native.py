@@ -152,15 +152,27 @@ def test_int8_quants(dt: str) -> None:
            x, torch.tensor([0.03], dtype=torch.bfloat16))
 
 
+ACT_OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
+
+
+@pytest.mark.parametrize("op", ACT_OPS)
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("shape", ["?x64", "7x64", "?"])
-def test_silu_and_mul(dt: str, shape: str) -> None:
+def test_act_and_mul(op: str, dt: str, shape: str) -> None:
     half = shape.replace("64", "32")
     if shape == "?":
         shape, half = "7x?", "7x?"
     t, o = f"tensor<{shape}x{dt}>", f"tensor<{half}x{dt}>"
-    body = f"  %y = vllm.silu_and_mul %x : {t} -> {o}\n  func.return %y : {o}"
+    body = f"  %y = vllm.{op} %x : {t} -> {o}\n  func.return %y : {o}"
     _check(_func(f"%x: {t}", body, o), _x(DTYPES[dt]))
+
+
+@pytest.mark.parametrize("op", ACT_OPS)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_act_and_mul_two_operands(op: str, dt: str) -> None:
+    t = f"tensor<?x{H}x{dt}>"
+    body = f"  %y = vllm.{op} %x up(%u : {t}) : {t} -> {t}\n  func.return %y : {t}"
+    _check(_func(f"%x: {t}, %u: {t}", body, t), _x(DTYPES[dt]), _x(DTYPES[dt]) * 0.5)
 
 
 # Every scheme a fused op allows (OPS.md), as (attribute, q type, scales type or None).
@@ -202,7 +214,7 @@ def test_fused_norm_quant(dt: str, scheme: str, qt: str, scales: str | None) -> 
 
 
 @pytest.mark.parametrize("dt", DTYPES)
-@pytest.mark.parametrize("scheme,qt,scales", [SCHEMES[0], SCHEMES[4], SCHEMES[5]])
+@pytest.mark.parametrize("scheme,qt,scales", SCHEMES)
 def test_silu_and_mul_quant(dt: str, scheme: str, qt: str, scales: str | None) -> None:
     t, q = f"tensor<?x{H}x{dt}>", f"tensor<?x{H // 2}x{qt}>"
     scales = scales and scales.replace("4x", "2x")
@@ -211,6 +223,19 @@ def test_silu_and_mul_quant(dt: str, scheme: str, qt: str, scales: str | None) -
             f"{{scheme = #vllm.quant<{scheme}>}} : {t} -> {q}{rtype}\n"
             f"  func.return %q{rname} : {q}{rtype}")
     _check(_func(f"%x: {t}, %s: tensor<1xf32>", body, f"{q}{rtype}"), _x(DTYPES[dt]),
+           torch.tensor([0.01]))
+
+
+@pytest.mark.parametrize("op", ACT_OPS[1:])
+@pytest.mark.parametrize("scheme,qt,scales", [SCHEMES[0], SCHEMES[3], SCHEMES[4]])
+def test_act_and_mul_quant_two_operands(op: str, scheme: str, qt: str, scales: str | None) -> None:
+    t, q = f"tensor<?x{H}xbf16>", f"tensor<?x{H}x{qt}>"
+    operands, rtype, rname = _scheme_parts(scheme, scales, ub=False)
+    body = (f"  %q{rname} = vllm.{op}_quant %x up(%g : {t}){operands} "
+            f"{{scheme = #vllm.quant<{scheme}>}} : {t} -> {q}{rtype}\n"
+            f"  func.return %q{rname} : {q}{rtype}")
+    x = _x(torch.bfloat16)
+    _check(_func(f"%x: {t}, %g: {t}, %s: tensor<1xf32>", body, f"{q}{rtype}"), x, x * 0.5,
            torch.tensor([0.01]))
 
 

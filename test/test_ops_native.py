@@ -256,3 +256,38 @@ def test_silu_and_mul(dtype, tokens):
     assert_close_contract(out, (silu * b).to(dtype))
     with pytest.raises(ValueError, match="not even"):
         ops.silu_and_mul.native(torch.ones(2, 5))
+
+
+# The activations in float64 from their definitions (not torch's kernels).
+def _ref_activation(name: str, a: torch.Tensor) -> torch.Tensor:
+    if name == "silu_and_mul":
+        return a / (1 + torch.exp(-a))
+    if name == "gelu_and_mul":
+        return a * 0.5 * (1 + torch.tensor([math.erf(v / math.sqrt(2)) for v in a.flatten().tolist()],
+                                           dtype=torch.float64).reshape(a.shape))
+    u = math.sqrt(2 / math.pi) * (a + 0.044715 * a**3)
+    return 0.5 * a * (1 + torch.tanh(u))
+
+
+@pytest.mark.parametrize("op", ["silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_act_and_mul_halves_and_two_operands(op, dtype):
+    native = ops.ALL_OPS[op].native
+    x = randn(2, 3, 128, dtype=dtype, seed=23, scale=3.0)  # rank 3
+    gate, up = x[..., :64], x[..., 64:]
+    ref = (_ref_activation(op, gate.double()).to(dtype).double() * up.double()).to(dtype)
+    for out in (native(x), native(gate, up), native(gate.contiguous(), up.contiguous())):
+        assert out.dtype == dtype and out.shape == (2, 3, 64)
+        assert_close_contract(out, ref)
+    with pytest.raises(ValueError, match=f"{op}: last dimension 5 is not even"):
+        native(torch.ones(2, 5, dtype=dtype))
+    with pytest.raises(ValueError, match=f"{op}: up .* must have the shape and dtype of x"):
+        native(gate, up[..., :32])
+    with pytest.raises(ValueError, match="shape and dtype"):
+        native(gate, up.to(torch.float64))
+
+
+def test_gelu_variants_differ():
+    """gelu (erf) and gelu (tanh) are distinct contracts (not one op with a loose tolerance)."""
+    x = randn(4, 256, dtype=torch.float32, seed=29, scale=3.0)
+    assert not torch.equal(ops.gelu_and_mul.native(x), ops.gelu_tanh_and_mul.native(x))

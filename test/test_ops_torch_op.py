@@ -25,11 +25,17 @@ def sample_args(name: str) -> list[tuple]:
         "per_token_group_fp8_quant": [(x, 64), (x, 32, True, True)],
         "static_scaled_int8_quant": [(x, sc)],
         "dynamic_per_token_scaled_int8_quant": [(x,)],
-        "silu_and_mul": [(x,)],
+        "silu_and_mul": [(x,), (x, r)],
+        "gelu_and_mul": [(x,), (x, r)],
+        "gelu_tanh_and_mul": [(x,), (x.float(), r.float())],
         "rms_norm_quant": [(x, w, 1e-6, sc, None, E4M3, True, "tensor"),
                            (x, w, 1e-6, None, None, E4M3, False, "group", 64, True)],
         "fused_add_rms_norm_quant": [(x, r, w, 1e-6, None, None, torch.int8, False, "token")],
         "silu_and_mul_quant": [(x, sc, None, E4M3, True, "tensor")],
+        "gelu_and_mul_quant": [(x, None, None, E4M3, False, "group", 64, True, True, 1e-10, None,
+                                "", r)],
+        "gelu_tanh_and_mul_quant": [(x, sc, None, torch.int8, True, "tensor", 0, False, False,
+                                     1e-10, None, "", r), (x, None, None, E4M3, False, "token")],
     }[name]
 
 

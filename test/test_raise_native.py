@@ -50,16 +50,19 @@ CASES = {
     "residual_norm": (lambda: forms.ResidualNorm(H), _two, None, None, ("norm", "value")),
     "vllm_fused_add": (lambda: forms.VllmFusedAddNorm(H), _two, {FUSED: 1}, {FUSED: 1},
                        ("norm", "value")),
-    "static_quant_div": (lambda: forms.StaticFp8Quant(H), _one, None, {}, ()),
+    # Every quant form is raised as its exact variant (docs/OPS.md "Variants"), so at
+    # every level: `x / scale` divides (`div`), a bf16/f16 division rounds its quotient.
+    "static_quant_div": (lambda: forms.StaticFp8Quant(H), _one, {STATIC: 1}, {STATIC: 1}, ()),
     "static_quant_reciprocal": (lambda: forms.StaticFp8Quant(H, reciprocal=True), _one,
                                 None, None, ()),
     "static_quant_reciprocal_f32_scale": (lambda: forms.StaticFp8Quant(H, reciprocal=True), _one,
                                           {STATIC: 1}, {STATIC: 1}, ()),
-    "static_quant_div_f32_scale": (lambda: forms.StaticFp8Quant(H), _one, {STATIC: 1}, {}, ()),
-    "per_token_vllm": (lambda: forms.DynamicPerTokenFp8Quant(H), _one, {PER_TOKEN: 1}, {},
-                       ("value", "scales")),
+    "static_quant_div_f32_scale": (lambda: forms.StaticFp8Quant(H), _one, {STATIC: 1},
+                                   {STATIC: 1}, ()),
+    "per_token_vllm": (lambda: forms.DynamicPerTokenFp8Quant(H), _one, {PER_TOKEN: 1},
+                       {PER_TOKEN: 1}, ("value", "scales")),
     "per_token_scale_ub": (lambda: forms.DynamicPerTokenFp8Quant(H, scale_ub=True), _one,
-                           {PER_TOKEN: 1}, {}, ("value", "scales")),
+                           {PER_TOKEN: 1}, {PER_TOKEN: 1}, ("value", "scales")),
     "per_token_amax_div": (lambda: forms.DynamicPerTokenFp8Quant(H, vllm_form=False), _one,
                            {PER_TOKEN: 1}, {PER_TOKEN: 1}, ("value", "scales")),
     # Inductor decomposes silu (exp, div): not bit-exact with aten.silu, so not in exact mode.
@@ -72,18 +75,15 @@ CASES = {
 
 # Counts that depend on the dtype (None above).
 DTYPE_COUNTS = {
-    # f16/bf16 model: `y / scale` is rounded to f16/bf16 before fp8 (another rounding
-    # point; in bf16 ~2 % of fp8 values change): not raised. approx=true raises f16.
-    "static_quant_div": {F32: {STATIC: 1}, F16: {}, BF16: {}},
     # The HF residual sum is rounded to f16/bf16 before the norm: only the norm is raised.
     "residual_norm": {F32: {FUSED: 1}, F16: {NORM: 1}, BF16: {NORM: 1}},
-    # After model.to(dt) the scale is f16/bf16 and so is its reciprocal: a rounded scale.
+    # After model.to(dt) the scale is f16/bf16 and so is its reciprocal: a rounded scale,
+    # which no variant describes (a variant's reciprocal is f32).
     "static_quant_reciprocal": {F32: {STATIC: 1}, F16: {}, BF16: {}},
 }
 EXACT_DTYPE_COUNTS = {
     # The HF residual add rounds the sum before the norm: exact only in f32.
     "residual_norm": {F32: {FUSED: 1}, F16: {NORM: 1}, BF16: {NORM: 1}},
-    "static_quant_div": {F32: {}, F16: {}, BF16: {}},
     "static_quant_reciprocal": {F32: {STATIC: 1}, F16: {}, BF16: {}},
 }
 

@@ -71,7 +71,7 @@ def test_reserved_duplicate_and_invalid_names(scratch):
 
 def test_inplace_needs_inplace_outputs():
     with pytest.raises(RegistrationError, match="silu_and_mul.*no in-place outputs"):
-        ops.silu_and_mul.register_impl("t_inp", inplace=True)(lambda x: x)
+        ops.silu_and_mul.register_impl("t_inp", inplace=True)(lambda x, up=None: x)
 
 
 def test_supported_is_lazy_and_cached(scratch):
@@ -140,6 +140,6 @@ def test_meta_args_binds_defaults_and_rejects_bad_calls():
     meta = ops.meta_args("per_token_group_fp8_quant", (x, 4), {"use_ue8m0": True})
     assert meta == {"x": TensorMeta(torch.float32, (2, 8), "cpu"), "group_size": 4,
                     "column_major_scales": False, "use_ue8m0": True, "eps": 1e-10,
-                    "fp8_dtype": torch.float8_e4m3fn}
+                    "fp8_dtype": torch.float8_e4m3fn, "zero_point": None, "variant": ""}
     with pytest.raises(ops.DispatchError, match="rms_norm: bad arguments"):
         ops.meta_args("rms_norm", (x,))

@@ -21,6 +21,11 @@ def all_specs() -> list[KernelSpec]:
         KernelSpec("rms_norm_quant", BF16, torch.float32, None, None, GROUP, block_size=128),
         KernelSpec("fused_add_rms_norm_quant", BF16, None, 1e-5, None, token, True),
         KernelSpec("silu_and_mul_quant", BF16, scheme=QuantScheme(torch.int8, True, "tensor")),
+        KernelSpec("gelu_and_mul", BF16, has_up=True),
+        KernelSpec("gelu_tanh_and_mul", torch.float16),
+        KernelSpec("gelu_and_mul_quant", torch.float32, scheme=GROUP, block_size=128),
+        KernelSpec("gelu_tanh_and_mul_quant", BF16, scheme=QuantScheme(E4M3, False, "token"),
+                   has_up=True),
     ]
     for op, (dtypes, static, gran) in QUANT_OPS.items():
         scheme = QuantScheme(dtypes[-1], static, gran, *((64,) if gran == "group" else ()))

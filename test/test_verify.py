@@ -77,7 +77,7 @@ def test_nothing_compared_fails_and_says_what_is_needed(scratch, capsys):
 
 
 def test_raising_impl_fails(scratch, capsys):
-    def broken(x):
+    def broken(x, up=None):
         raise RuntimeError("kernel exploded")
 
     scratch(ops.silu_and_mul, "t_boom", broken)

@@ -126,8 +126,12 @@ def _inner_compile(
     return compile_fx_inner(gm, example_inputs)
 
 
-def transform(gm: torch.fx.GraphModule, options: PipelineOptions) -> torch.fx.GraphModule:
-    """Import, run the passes, export: the new GraphModule (StageError on failure)."""
+def transform(
+    gm: torch.fx.GraphModule, options: PipelineOptions, decompose: bool = True
+) -> torch.fx.GraphModule:
+    """Import, run the passes, export: the new GraphModule (StageError on failure).
+    `decompose`: spell ops the passes created as AOTAutograd does (what Inductor expects);
+    the eager inner compiler runs them as written (aten.silu is what eager runs)."""
     from vllm_xdsl.backends.torch_export import export_module
     from vllm_xdsl.frontend import import_graph
 
@@ -141,7 +145,7 @@ def transform(gm: torch.fx.GraphModule, options: PipelineOptions) -> torch.fx.Gr
         stage = "export"
         exporting_at = time.perf_counter()
         values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        exported = export_module(imported.module, gm, values, imported.origin)
+        exported = export_module(imported.module, gm, values, imported.origin, decompose)
         result.seconds["import"] = imported_at - start
         result.seconds["export"] = time.perf_counter() - exporting_at
     except StageError:
@@ -176,7 +180,7 @@ class ForwardCompiler:
         if options.target is None:
             options = dataclasses.replace(options, target=device_target(example_inputs))
         try:
-            new_gm = transform(gm, options)
+            new_gm = transform(gm, options, decompose=self.options.inner == "inductor")
         except StageError as e:
             return self._fall_back(e.stage, e.cause, gm, example_inputs)
         try:

@@ -110,11 +110,11 @@ def recording() -> Iterator[tuple[list[Sites], list[str], list[float]]]:
     seconds: list[float] = []
     original = backend.transform
 
-    def transform(gm: torch.fx.GraphModule, options: Any) -> torch.fx.GraphModule:
+    def transform(gm: torch.fx.GraphModule, options: Any, **kwargs: Any) -> torch.fx.GraphModule:
         graphs.append(graph_sites([gm]))
         start = time.perf_counter()
         try:
-            return original(gm, options)
+            return original(gm, options, **kwargs)
         finally:
             seconds.append(time.perf_counter() - start)
 

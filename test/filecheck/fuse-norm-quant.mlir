@@ -70,7 +70,8 @@ func.func @fused_add_schemes(%x: tensor<?x256xf16>, %r: tensor<?x256xf16>, %w: t
   func.return %q0, %q1, %s1, %q2, %s2, %q3, %q4, %s4, %r4 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xi8>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>
 }
 
-// silu_and_mul fuses with static fp8 and per-token-group fp8 only (OPS.md).
+// silu_and_mul fuses with every quant but dynamic per-tensor: static and per-group fp8 (as
+// vLLM), and per-token fp8 and static int8 too.
 // CHECK-LABEL: func.func @silu_and_mul
 func.func @silu_and_mul(%g: tensor<?x512xbf16>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xi8>) {
   // CHECK-NEXT: %q0 = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FN>
@@ -79,17 +80,32 @@ func.func @silu_and_mul(%g: tensor<?x512xbf16>, %s: tensor<1xf32>) -> (tensor<?x
   // CHECK-NEXT: %q1, %s1 = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_group 128 ue8m0>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>
   %m1 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
   %q1, %s1 = vllm.per_token_group_fp8_quant %m1 {group_size = 128 : i64, use_ue8m0 = true} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>
-  // No silu_and_mul fusion for per-token fp8 or int8.
-  // CHECK-NEXT: %m2 = vllm.silu_and_mul %g
-  // CHECK-NEXT: %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %m2
+  // CHECK-NEXT: %q2, %s2 = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_token>} : tensor<?x512xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
   %m2 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
   %q2, %s2 = vllm.dynamic_per_token_scaled_fp8_quant %m2 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
-  // CHECK-NEXT: %m3 = vllm.silu_and_mul %g
-  // CHECK-NEXT: %q3 = vllm.static_scaled_int8_quant %m3, %s
+  // CHECK-NEXT: %q3 = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x512xbf16> -> tensor<?x256xi8>
   %m3 = vllm.silu_and_mul %g : tensor<?x512xbf16> -> tensor<?x256xbf16>
   %q3 = vllm.static_scaled_int8_quant %m3, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xi8>
   // CHECK-NEXT: func.return
   func.return %q0, %q1, %s1, %q2, %s2, %q3 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FNUZ>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xi8>
+}
+
+// The GELU ops and the two-operand form (gate and up) fuse alike; `up` is carried over.
+// CHECK-LABEL: func.func @gelu_and_mul
+func.func @gelu_and_mul(%g: tensor<2x?x256xbf16>, %u: tensor<2x?x256xbf16>, %x: tensor<?x512xf16>, %s: tensor<1xf32>) -> (tensor<2x?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>) {
+  // CHECK-NEXT: %q0 = vllm.gelu_tanh_and_mul_quant %g up(%u : tensor<2x?x256xbf16>) scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<2x?x256xbf16> -> tensor<2x?x256xf8E4M3FN>
+  %m0 = vllm.gelu_tanh_and_mul %g up(%u : tensor<2x?x256xbf16>) : tensor<2x?x256xbf16> -> tensor<2x?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %m0, %s : tensor<2x?x256xbf16>, tensor<1xf32> -> tensor<2x?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %s1 = vllm.gelu_and_mul_quant %x {scheme = #vllm.quant<dynamic per_group 128>} : tensor<?x512xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  %m1 = vllm.gelu_and_mul %x : tensor<?x512xf16> -> tensor<?x256xf16>
+  %q1, %s1 = vllm.per_token_group_fp8_quant %m1 {group_size = 128 : i64} : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<?x2xf32>
+  // Dynamic per-tensor needs a global max first: not fused.
+  // CHECK-NEXT: %m2 = vllm.gelu_and_mul %x
+  // CHECK-NEXT: %q2, %s2 = vllm.dynamic_scaled_fp8_quant %m2
+  %m2 = vllm.gelu_and_mul %x : tensor<?x512xf16> -> tensor<?x256xf16>
+  %q2, %s2 = vllm.dynamic_scaled_fp8_quant %m2 : tensor<?x256xf16> -> tensor<?x256xf8E4M3FN>, tensor<1xf32>
+  // CHECK-NEXT: func.return
+  func.return %q0, %q1, %s1, %q2 : tensor<2x?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x2xf32>, tensor<?x256xf8E4M3FN>
 }
 
 // A view that keeps the last dimension does not block fusion: the fused op works on the
@@ -310,4 +326,27 @@ func.func @not_raised_f32(%x: tensor<?x256xf32>, %r: tensor<?x256xf32>) -> (tens
   %w = torch.get_attr "norm.weight" : tensor<256xf32>
   %y1 = vllm.rms_norm %a1 weight(%w : tensor<256xf32>) {epsilon = 1.0e-05 : f64} : tensor<?x256xf32> -> tensor<?x256xf32>
   func.return %y, %y1, %n : tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32>
+}
+
+// Quant variants and zero points are carried into the fused op (docs/OPS.md "Variants"):
+// the unfused `variant` becomes the scheme's keywords, `zero_point` an operand. A per-token
+// zero point is shaped like the quant's rows: not through a view that reshapes them.
+// CHECK-LABEL: func.func @variants
+func.func @variants(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %w: tensor<256xbf16>, %s: tensor<1xbf16>, %z: tensor<1xbf16>, %zt: tensor<?x1xbf16>, %zv: tensor<?x2x1xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x256xbf16>, tensor<?x1xbf16>, tensor<?x128xf8E4M3FN>, tensor<?x2xf32>, tensor<?x2x128xi8>, tensor<?x1xf32>) {
+  // CHECK-NEXT: %q0 = vllm.rms_norm_quant %x weight(%w : tensor<256xbf16>) scale(%s : tensor<1xbf16>) zero_point(%z : tensor<1xbf16>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor div quotient bf16>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>
+  %y0 = vllm.rms_norm %x weight(%w : tensor<256xbf16>) {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q0 = vllm.static_scaled_fp8_quant %y0, %s zero_point(%z : tensor<1xbf16>) {variant = #vllm.quant_variant<div quotient bf16>} : tensor<?x256xbf16>, tensor<1xbf16> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %ro, %s1 = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) zero_point(%zt : tensor<?x1xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token quotient bf16 scale bf16 zero_eps 7.812500e-03 range 1.275000e+02>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xi8>, tensor<?x256xbf16>, tensor<?x1xbf16>
+  %y1, %ro = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  %q1, %s1 = vllm.dynamic_per_token_scaled_int8_quant %y1 zero_point(%zt : tensor<?x1xbf16>) {variant = #vllm.quant_variant<quotient bf16 scale bf16 zero_eps 7.8125e-03 range 127.5>} : tensor<?x256xbf16> -> tensor<?x256xi8>, tensor<?x1xbf16>
+  // CHECK-NEXT: %q2, %s2 = vllm.silu_and_mul_quant %x {scheme = #vllm.quant<dynamic per_group 64 ue8m0 min_scale>} : tensor<?x256xbf16> -> tensor<?x128xf8E4M3FN>, tensor<?x2xf32>
+  %y2 = vllm.silu_and_mul %x : tensor<?x256xbf16> -> tensor<?x128xbf16>
+  %q2, %s2 = vllm.per_token_group_fp8_quant %y2 {group_size = 64 : i64, use_ue8m0 = true, variant = #vllm.quant_variant<min_scale>} : tensor<?x128xbf16> -> tensor<?x128xf8E4M3FN>, tensor<?x2xf32>
+  // CHECK-NEXT: %y3 = vllm.rms_norm %x
+  // CHECK-NEXT: %v3 = torch.call "aten::view.default"(%y3)
+  // CHECK-NEXT: %q3, %s3 = vllm.dynamic_per_token_scaled_int8_quant %v3 zero_point(%zv : tensor<?x2x1xbf16>)
+  %y3 = vllm.rms_norm %x {epsilon = 1.0e-05 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %v3 = torch.call "aten::view.default"(%y3) [#torch.operand<0>, [-1 : i64, 2 : i64, 128 : i64]] : (tensor<?x256xbf16>) -> tensor<?x2x128xbf16>
+  %q3, %s3 = vllm.dynamic_per_token_scaled_int8_quant %v3 zero_point(%zv : tensor<?x2x1xbf16>) {variant = #vllm.quant_variant<zero_eps 1.0e-06>} : tensor<?x2x128xbf16> -> tensor<?x2x128xi8>, tensor<?x1xf32>
+  func.return %q0, %q1, %ro, %s1, %q2, %s2, %q3, %s3 : tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x256xbf16>, tensor<?x1xbf16>, tensor<?x128xf8E4M3FN>, tensor<?x2xf32>, tensor<?x2x128xi8>, tensor<?x1xf32>
 }

@@ -47,3 +47,11 @@ func.func @unknown_property_kind(%x: tensor<?x64xbf16>) {
   func.return
 }
 // CHECK: provider_invalid.mlir:46:3: error: 'triton.rms_norm' op 1.000000e+00 : f32 should be of base attribute integer
+
+// -----
+
+func.func @provider_up_shape(%x: tensor<?x64xbf16>, %u: tensor<?x32xbf16>) {
+  %y = cuda.gelu_tanh_and_mul %x up(%u : tensor<?x32xbf16>) : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  func.return
+}
+// CHECK: 'cuda.gelu_tanh_and_mul' op up must have the shape of x [?, 64], got [?, 32]

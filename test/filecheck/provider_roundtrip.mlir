@@ -15,6 +15,10 @@ func.func @providers(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tenso
   %d = cuda.static_scaled_fp8_quant %x, %s {vec_width = 8 : i64} : tensor<?x4096xbf16>, tensor<1xf32> -> tensor<?x4096xf8E4M3FN>
   // CHECK-NEXT: %e = rocm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FNUZ>
   %e = rocm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FNUZ>
+  // CHECK-NEXT: %e2 = triton.gelu_tanh_and_mul_quant %x up(%x : tensor<?x4096xbf16>) scale(%s : tensor<1xf32>) {block_size = 4096 : i64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>
+  %e2 = triton.gelu_tanh_and_mul_quant %x up(%x : tensor<?x4096xbf16>) scale(%s : tensor<1xf32>) {block_size = 4096 : i64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>
+  // CHECK-NEXT: %e3 = cuda.gelu_and_mul %g {vec_width = 8 : i64} : tensor<?x8192xbf16> -> tensor<?x4096xbf16>
+  %e3 = cuda.gelu_and_mul %g {vec_width = 8 : i64} : tensor<?x8192xbf16> -> tensor<?x4096xbf16>
   // CHECK-NEXT: %f, %fs = rocm.dynamic_per_token_scaled_int8_quant %x : tensor<?x4096xbf16> -> tensor<?x4096xi8>, tensor<?x1xf32>
   %f, %fs = rocm.dynamic_per_token_scaled_int8_quant %x : tensor<?x4096xbf16> -> tensor<?x4096xi8>, tensor<?x1xf32>
   func.return

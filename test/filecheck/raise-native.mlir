@@ -274,14 +274,13 @@ func.func @static_reciprocal(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) -> tensor
 }
 
 // HF-style `x / scale` with bf16 x and an f32 scale: the division is in f32 (torch
-// promotes), the clamp is clamp_min + clamp_max. Divide vs the contract's reciprocal
-// multiply is an f32 ulp: raised, not exact.
+// promotes), the clamp is clamp_min + clamp_max. It divides where the contract multiplies
+// by the reciprocal: the exact `div` variant, raised at every level.
 // CHECK-LABEL: func.func @static_div
-// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xbf16>, tensor<1xf32> -> tensor<?x64xf8E4M3FN>
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div>} : tensor<?x64xbf16>, tensor<1xf32> -> tensor<?x64xf8E4M3FN>
 // CHECK-NEXT:    func.return %[[Q]]
 // EXACT-LABEL: func.func @static_div
-// EXACT-NOT:     vllm.
-// EXACT:         func.return
+// EXACT-NEXT:    vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div>}
 func.func @static_div(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) -> tensor<?x64xf8E4M3FN> {
   %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xbf16>, tensor<1xf32>) -> tensor<?x64xf32>
   %lo = torch.call "aten::clamp_min.default"(%y) [#torch.operand<0>, -4.480000e+02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
@@ -291,13 +290,13 @@ func.func @static_div(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) -> tensor<?x64xf
 }
 
 // f16 model: `y / scale` in f16, then f32, clamp, f16, fp8 (Inductor's cast chain). The
-// f16 rounding before fp8 changes ~0.3 % of values (within the OPS.md fp8 tolerance, but
-// another rounding point): raised only with approx=true. e4m3fnuz clamps at 224.
+// quotient is rounded to f16 before fp8 (the f16 after the clamp commutes with it): the
+// exact `div quotient f16` variant. e4m3fnuz clamps at 224.
 // CHECK-LABEL: func.func @static_f16_chain_fnuz
-// CHECK-NOT:     vllm.
-// CHECK:         func.return
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient f16>} : tensor<?x64xf16>, tensor<1xf16> -> tensor<?x64xf8E4M3FNUZ>
+// CHECK-NEXT:    func.return %[[Q]]
 // APPROX-LABEL: func.func @static_f16_chain_fnuz
-// APPROX-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xf16>, tensor<1xf16> -> tensor<?x64xf8E4M3FNUZ>
+// APPROX-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient f16>} : tensor<?x64xf16>, tensor<1xf16> -> tensor<?x64xf8E4M3FNUZ>
 // APPROX-NEXT:    func.return %[[Q]]
 func.func @static_f16_chain_fnuz(%x: tensor<?x64xf16>, %s: tensor<1xf16>) -> tensor<?x64xf8E4M3FNUZ> {
   %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<1xf16>) -> tensor<?x64xf16>
@@ -309,12 +308,12 @@ func.func @static_f16_chain_fnuz(%x: tensor<?x64xf16>, %s: tensor<1xf16>) -> ten
   func.return %q : tensor<?x64xf8E4M3FNUZ>
 }
 
-// Negative: after model.to(bf16) the scale buffer is bf16 and `y / scale` rounds to bf16
-// before fp8: 2.3 % of values differ from the contract (OPS.md allows 1 %). Not raised.
-// CHECK-LABEL: func.func @neg_static_bf16_div
-// CHECK-NOT:     vllm.
-// CHECK:         func.return
-func.func @neg_static_bf16_div(%x: tensor<?x64xbf16>, %s: tensor<1xbf16>) -> tensor<?x64xf8E4M3FN> {
+// After model.to(bf16) the scale buffer is bf16 and `y / scale` rounds to bf16 before fp8
+// (2.3 % of values differ from the contract): the exact `div quotient bf16` variant.
+// CHECK-LABEL: func.func @static_bf16_div
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient bf16>} : tensor<?x64xbf16>, tensor<1xbf16> -> tensor<?x64xf8E4M3FN>
+// CHECK-NEXT:    func.return %[[Q]]
+func.func @static_bf16_div(%x: tensor<?x64xbf16>, %s: tensor<1xbf16>) -> tensor<?x64xf8E4M3FN> {
   %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xbf16>, tensor<1xbf16>) -> tensor<?x64xbf16>
   %yf = torch.call "prims::convert_element_type.default"(%y) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x64xbf16>) -> tensor<?x64xf32>
   %lo = torch.call "aten::clamp_min.default"(%yf) [#torch.operand<0>, -4.480000e+02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
@@ -368,10 +367,10 @@ func.func @per_token_amax(%x: tensor<?x64xbf16>) -> (tensor<?x64xf8E4M3FN>, tens
   func.return %q, %s : tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
 }
 
-// vLLM's native form: max(dim) + unsqueeze, and `x * s.reciprocal()` (an f32 ulp from the
-// contract's division: raised, not exact).
+// vLLM's native form: max(dim) + unsqueeze, and `x * s.reciprocal()` where the contract
+// divides: the exact `recip` variant.
 // CHECK-LABEL: func.func @per_token_vllm
-// CHECK-NEXT:    %[[Q:.*]], %[[S:.*]] = vllm.dynamic_per_token_scaled_fp8_quant %x : tensor<?x64xf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
+// CHECK-NEXT:    %[[Q:.*]], %[[S:.*]] = vllm.dynamic_per_token_scaled_fp8_quant %x {variant = #vllm.quant_variant<recip>} : tensor<?x64xf16> -> tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
 // CHECK-NEXT:    func.return %[[Q]]
 func.func @per_token_vllm(%x: tensor<?x64xf16>) -> tensor<?x64xf8E4M3FN> {
   %ab = torch.call "aten::abs.default"(%x) [#torch.operand<0>] : (tensor<?x64xf16>) -> tensor<?x64xf16>
@@ -465,23 +464,114 @@ func.func @silu_split(%x: tensor<2x?x128xf16>) -> tensor<2x?x64xf16> {
   func.return %m : tensor<2x?x64xf16>
 }
 
-// Negatives: the halves swapped (silu of the second half), a split along another dim,
-// SiLU in f32 multiplied without rounding back (an f32 result, not the contract).
-// CHECK-LABEL: func.func @neg_silu
-// CHECK-NOT:     vllm.
-// CHECK:         func.return
-func.func @neg_silu(%x: tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<4x128xf16>, tensor<8x64xf32>) {
+// The halves swapped (silu of the second half) and a split along another dim are exact
+// two-operand forms: gate and up are any two tensors of one type.
+// CHECK-LABEL: func.func @silu_two_operands
+// CHECK:         %[[M:.*]] = vllm.silu_and_mul %u up(%g : tensor<8x64xf16>) : tensor<8x64xf16> -> tensor<8x64xf16>
+// CHECK:         %[[M2:.*]] = vllm.silu_and_mul %a up(%b : tensor<4x128xf16>) : tensor<4x128xf16> -> tensor<4x128xf16>
+// CHECK-NEXT:    func.return %[[M]], %[[M2]]
+// EXACT-LABEL: func.func @silu_two_operands
+// EXACT:         vllm.silu_and_mul %u up(%g
+// EXACT:         vllm.silu_and_mul %a up(%b
+func.func @silu_two_operands(%x: tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<4x128xf16>) {
   %g, %u = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 64 : i64, -1 : i64] : (tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<8x64xf16>)
   %s = torch.call "aten::silu.default"(%u) [#torch.operand<0>] : (tensor<8x64xf16>) -> tensor<8x64xf16>
   %m = torch.call "aten::mul.Tensor"(%s, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf16>, tensor<8x64xf16>) -> tensor<8x64xf16>
   %a, %b = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 4 : i64, 0 : i64] : (tensor<8x128xf16>) -> (tensor<4x128xf16>, tensor<4x128xf16>)
   %sa = torch.call "aten::silu.default"(%a) [#torch.operand<0>] : (tensor<4x128xf16>) -> tensor<4x128xf16>
   %m2 = torch.call "aten::mul.Tensor"(%sa, %b) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x128xf16>, tensor<4x128xf16>) -> tensor<4x128xf16>
-  %gf = torch.call "prims::convert_element_type.default"(%g) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<8x64xf16>) -> tensor<8x64xf32>
+  func.return %m, %m2 : tensor<8x64xf16>, tensor<4x128xf16>
+}
+
+// HF Llama MLP in bf16 (gate_proj and up_proj, rank 3, dynamic dims) as AOTAutograd
+// decomposes it: act_fn(gate) * up.
+// CHECK-LABEL: func.func @hf_silu_two_operands
+// CHECK-NEXT:    %[[M:.*]] = vllm.silu_and_mul %g up(%u : tensor<?x?x128xbf16>) : tensor<?x?x128xbf16> -> tensor<?x?x128xbf16>
+// CHECK-NEXT:    func.return %[[M]]
+// EXACT-LABEL: func.func @hf_silu_two_operands
+// EXACT-NOT:     vllm.
+// EXACT:         func.return
+func.func @hf_silu_two_operands(%g: tensor<?x?x128xbf16>, %u: tensor<?x?x128xbf16>) -> tensor<?x?x128xbf16> {
+  %gf = torch.call "prims::convert_element_type.default"(%g) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x?x128xbf16>) -> tensor<?x?x128xf32>
+  %n = torch.call "aten::neg.default"(%gf) [#torch.operand<0>] : (tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %e = torch.call "aten::exp.default"(%n) [#torch.operand<0>] : (tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %a = torch.call "aten::add.Tensor"(%e) [#torch.operand<0>, 1 : i64] : (tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %sf = torch.call "aten::div.Tensor"(%gf, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x?x128xf32>, tensor<?x?x128xf32>) -> tensor<?x?x128xf32>
+  %s = torch.call "prims::convert_element_type.default"(%sf) [#torch.operand<0>, #torch.dtype<bf16>] : (tensor<?x?x128xf32>) -> tensor<?x?x128xbf16>
+  %m = torch.call "aten::mul.Tensor"(%s, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x?x128xbf16>, tensor<?x?x128xbf16>) -> tensor<?x?x128xbf16>
+  func.return %m : tensor<?x?x128xbf16>
+}
+
+// Gemma's GeGLU (HF gelu_pytorch_tanh) in bf16, decomposed: gelu_tanh_and_mul.
+// CHECK-LABEL: func.func @gemma_gelu_tanh
+// CHECK-NEXT:    %[[M:.*]] = vllm.gelu_tanh_and_mul %g up(%u : tensor<?x128xbf16>) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+// CHECK-NEXT:    func.return %[[M]]
+func.func @gemma_gelu_tanh(%g: tensor<?x128xbf16>, %u: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  %c = torch.call "prims::convert_element_type.default"(%g) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x128xbf16>) -> tensor<?x128xf32>
+  %m1 = torch.call "aten::mul.Tensor"(%c) [#torch.operand<0>, #torch.operand<0>] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m2 = torch.call "aten::mul.Tensor"(%m1, %c) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m3 = torch.call "aten::mul.Tensor"(%m2) [#torch.operand<0>, 4.471500e-02 : f64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %a = torch.call "aten::add.Tensor"(%c, %m3) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m4 = torch.call "aten::mul.Tensor"(%a) [#torch.operand<0>, 0.79788456080286541 : f64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m5 = torch.call "aten::mul.Tensor"(%c) [#torch.operand<0>, 5.000000e-01 : f64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %t = torch.call "aten::tanh.default"(%m4) [#torch.operand<0>] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %a1 = torch.call "aten::add.Tensor"(%t) [#torch.operand<0>, 1 : i64] : (tensor<?x128xf32>) -> tensor<?x128xf32>
+  %m6 = torch.call "aten::mul.Tensor"(%m5, %a1) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %r = torch.call "prims::convert_element_type.default"(%m6) [#torch.operand<0>, #torch.dtype<bf16>] : (tensor<?x128xf32>) -> tensor<?x128xbf16>
+  %m = torch.call "aten::mul.Tensor"(%r, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x128xbf16>, tensor<?x128xbf16>) -> tensor<?x128xbf16>
+  func.return %m : tensor<?x128xbf16>
+}
+
+// Exact GELU decomposed in f32 (no casts), and aten.gelu on the halves of one tensor.
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK-NEXT:    %[[M:.*]] = vllm.gelu_and_mul %g up(%u : tensor<4x?x64xf32>) : tensor<4x?x64xf32> -> tensor<4x?x64xf32>
+// CHECK-NEXT:    %[[M2:.*]] = vllm.gelu_tanh_and_mul %x : tensor<?x128xf16> -> tensor<?x64xf16>
+// CHECK-NEXT:    %[[M3:.*]] = vllm.gelu_and_mul %x : tensor<?x128xf16> -> tensor<?x64xf16>
+// CHECK-NEXT:    func.return %[[M]], %[[M2]], %[[M3]]
+func.func @gelu_erf(%g: tensor<4x?x64xf32>, %u: tensor<4x?x64xf32>, %x: tensor<?x128xf16>) -> (tensor<4x?x64xf32>, tensor<?x64xf16>, tensor<?x64xf16>) {
+  %h = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 5.000000e-01 : f64] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %i = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 0.70710678118654757 : f64] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %e = torch.call "aten::erf.default"(%i) [#torch.operand<0>] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %a = torch.call "aten::add.Tensor"(%e) [#torch.operand<0>, 1 : i64] : (tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %y = torch.call "aten::mul.Tensor"(%h, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x?x64xf32>, tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %m = torch.call "aten::mul.Tensor"(%u, %y) [#torch.operand<0>, #torch.operand<1>] : (tensor<4x?x64xf32>, tensor<4x?x64xf32>) -> tensor<4x?x64xf32>
+  %p, %q = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 64 : i64, -1 : i64] : (tensor<?x128xf16>) -> (tensor<?x64xf16>, tensor<?x64xf16>)
+  %t = torch.call "aten::gelu.default"(%p) [#torch.operand<0>] kwargs {approximate = "tanh"} : (tensor<?x64xf16>) -> tensor<?x64xf16>
+  %m2 = torch.call "aten::mul.Tensor"(%t, %q) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x64xf16>
+  %n = torch.call "aten::gelu.default"(%p) [#torch.operand<0>] : (tensor<?x64xf16>) -> tensor<?x64xf16>
+  %m3 = torch.call "aten::mul.Tensor"(%n, %q) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x64xf16>
+  func.return %m, %m2, %m3 : tensor<4x?x64xf32>, tensor<?x64xf16>, tensor<?x64xf16>
+}
+
+// Negatives: SiLU in f32 multiplied without rounding back (an f32 result, not the
+// contract), a broadcasting product, a GELU with another constant (not torch's formula),
+// a tanh GELU whose cubic term is x^2 (not x^3).
+// CHECK-LABEL: func.func @neg_act
+// CHECK-NOT:     vllm.
+// CHECK:         func.return
+func.func @neg_act(%x: tensor<8x128xf16>, %b: tensor<1x64xf16>, %g: tensor<?x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf16>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %p, %u = torch.call "aten::split.Tensor"(%x) [#torch.operand<0>, 64 : i64, -1 : i64] : (tensor<8x128xf16>) -> (tensor<8x64xf16>, tensor<8x64xf16>)
+  %gf = torch.call "prims::convert_element_type.default"(%p) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<8x64xf16>) -> tensor<8x64xf32>
   %sg = torch.call "aten::sigmoid.default"(%gf) [#torch.operand<0>] : (tensor<8x64xf32>) -> tensor<8x64xf32>
   %sf = torch.call "aten::mul.Tensor"(%gf, %sg) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
   %m3 = torch.call "aten::mul.Tensor"(%sf, %u) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf32>, tensor<8x64xf16>) -> tensor<8x64xf32>
-  func.return %m, %m2, %m3 : tensor<8x64xf16>, tensor<4x128xf16>, tensor<8x64xf32>
+  %s = torch.call "aten::silu.default"(%p) [#torch.operand<0>] : (tensor<8x64xf16>) -> tensor<8x64xf16>
+  %mb = torch.call "aten::mul.Tensor"(%s, %b) [#torch.operand<0>, #torch.operand<1>] : (tensor<8x64xf16>, tensor<1x64xf16>) -> tensor<8x64xf16>
+  %h = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 5.000000e-01 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %i = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, 0.7 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %e = torch.call "aten::erf.default"(%i) [#torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %a = torch.call "aten::add.Tensor"(%e) [#torch.operand<0>, 1 : i64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %y = torch.call "aten::mul.Tensor"(%h, %a) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %m = torch.call "aten::mul.Tensor"(%y, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %sq = torch.call "aten::mul.Tensor"(%g) [#torch.operand<0>, #torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %c3 = torch.call "aten::mul.Tensor"(%sq) [#torch.operand<0>, 4.471500e-02 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %ad = torch.call "aten::add.Tensor"(%g, %c3) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %k = torch.call "aten::mul.Tensor"(%ad) [#torch.operand<0>, 0.79788456080286541 : f64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %t = torch.call "aten::tanh.default"(%k) [#torch.operand<0>] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %t1 = torch.call "aten::add.Tensor"(%t) [#torch.operand<0>, 1 : i64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %yt = torch.call "aten::mul.Tensor"(%h, %t1) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %mt = torch.call "aten::mul.Tensor"(%yt, %g) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  func.return %m3, %mb, %m, %mt : tensor<8x64xf32>, tensor<8x64xf16>, tensor<?x64xf32>, tensor<?x64xf32>
 }
 
 // ----- clean-up ------------------------------------------------------------------------------

@@ -142,7 +142,55 @@ func.func @silu_odd(%x: tensor<?x63xbf16>) {
   %m = vllm.silu_and_mul %x : tensor<?x63xbf16> -> tensor<?x31xbf16>
   func.return
 }
-// CHECK: 'vllm.silu_and_mul' op x needs an even last dimension (gate and up halves), got 63
+// CHECK: 'vllm.silu_and_mul' op x needs an even last dimension (gate and up halves), got 63; or pass the up projection as up(...)
+
+// -----
+
+func.func @up_shape(%x: tensor<?x64xbf16>, %u: tensor<?x32xbf16>) {
+  %m = vllm.gelu_and_mul %x up(%u : tensor<?x32xbf16>) : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  func.return
+}
+// CHECK: 'vllm.gelu_and_mul' op up must have the shape of x [?, 64], got [?, 32]
+
+// -----
+
+func.func @up_dtype(%x: tensor<?x64xbf16>, %u: tensor<?x64xf16>) {
+  %m = vllm.gelu_tanh_and_mul %x up(%u : tensor<?x64xf16>) : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  func.return
+}
+// CHECK: 'vllm.gelu_tanh_and_mul' op up must have element type bf16, got f16
+
+// -----
+
+func.func @up_out_shape(%x: tensor<?x64xbf16>, %u: tensor<?x64xbf16>) {
+  %m = vllm.silu_and_mul %x up(%u : tensor<?x64xbf16>) : tensor<?x64xbf16> -> tensor<?x32xbf16>
+  func.return
+}
+// CHECK: 'vllm.silu_and_mul' op out must have the shape of x [?, 64], got [?, 32]
+
+// -----
+
+func.func @act_out_dtype(%x: tensor<?x64xbf16>) {
+  %m = vllm.gelu_and_mul %x : tensor<?x64xbf16> -> tensor<?x32xf32>
+  func.return
+}
+// CHECK: 'vllm.gelu_and_mul' op out must have element type bf16, got f32
+
+// -----
+
+func.func @act_quant_up(%x: tensor<?x256xbf16>, %u: tensor<?x128xbf16>, %s: tensor<1xf32>) {
+  %q = vllm.gelu_tanh_and_mul_quant %x up(%u : tensor<?x128xbf16>) scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>
+  func.return
+}
+// CHECK: 'vllm.gelu_tanh_and_mul_quant' op up must have the shape of x [?, 256], got [?, 128]
+
+// -----
+
+func.func @act_quant_q_shape(%x: tensor<?x128xbf16>, %u: tensor<?x128xbf16>, %s: tensor<1xf32>) {
+  %q = vllm.gelu_and_mul_quant %x up(%u : tensor<?x128xbf16>) scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x128xbf16> -> tensor<?x64xf8E4M3FN>
+  func.return
+}
+// CHECK: 'vllm.gelu_and_mul_quant' op q must have the shape of x [?, 128], got [?, 64]
 
 // -----
 

@@ -38,9 +38,15 @@ func.func @quants(%x: tensor<?x4096xf16>, %s: tensor<1xf32>) {
 }
 
 // CHECK-LABEL: func.func @activations
-func.func @activations(%g: tensor<7x8192xf32>) -> tensor<7x4096xf32> {
+func.func @activations(%g: tensor<7x8192xf32>, %a: tensor<2x?x4096xbf16>, %b: tensor<2x?x4096xbf16>) -> tensor<7x4096xf32> {
   // CHECK-NEXT: %m = vllm.silu_and_mul %g : tensor<7x8192xf32> -> tensor<7x4096xf32>
   %m = vllm.silu_and_mul %g : tensor<7x8192xf32> -> tensor<7x4096xf32>
+  // CHECK-NEXT: %n = vllm.silu_and_mul %a up(%b : tensor<2x?x4096xbf16>) : tensor<2x?x4096xbf16> -> tensor<2x?x4096xbf16>
+  %n = vllm.silu_and_mul %a up(%b : tensor<2x?x4096xbf16>) : tensor<2x?x4096xbf16> -> tensor<2x?x4096xbf16>
+  // CHECK-NEXT: %o = vllm.gelu_and_mul %g : tensor<7x8192xf32> -> tensor<7x4096xf32>
+  %o = vllm.gelu_and_mul %g : tensor<7x8192xf32> -> tensor<7x4096xf32>
+  // CHECK-NEXT: %p = vllm.gelu_tanh_and_mul %a up(%b : tensor<2x?x4096xbf16>) : tensor<2x?x4096xbf16> -> tensor<2x?x4096xbf16>
+  %p = vllm.gelu_tanh_and_mul %a up(%b : tensor<2x?x4096xbf16>) : tensor<2x?x4096xbf16> -> tensor<2x?x4096xbf16>
   func.return %m : tensor<7x4096xf32>
 }
 
@@ -62,5 +68,9 @@ func.func @fused(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
   %i = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FN>
   // CHECK-NEXT: %j, %js = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_group 64 eps 1.000000e-08>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x64xf32>
   %j, %js = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_group 64 eps 1.0e-08>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x64xf32>
+  // CHECK-NEXT: %k, %ks = vllm.gelu_tanh_and_mul_quant %x up(%x : tensor<?x4096xbf16>) scale_ub(%s : tensor<1xf32>) {scheme = #vllm.quant<dynamic per_token>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+  %k, %ks = vllm.gelu_tanh_and_mul_quant %x up(%x : tensor<?x4096xbf16>) scale_ub(%s : tensor<1xf32>) {scheme = #vllm.quant<dynamic per_token>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %l = vllm.gelu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xi8>
+  %l = vllm.gelu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xi8>
   func.return
 }

@@ -175,6 +175,10 @@ class CallOp(IRDLOperation):
             )
 
 
+# Discardable attribute of a `torch.get_attr` of a 0-d float constant: its value (f64).
+CONSTANT_VALUE = "torch.value"
+
+
 @irdl_op_definition
 class GetAttrOp(IRDLOperation):
     """A module constant (parameter or buffer) by its qualified name."""

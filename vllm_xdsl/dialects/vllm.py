@@ -2,13 +2,15 @@
 
 Ops say what is computed, never how. Operand order and names follow OPS.md; optional
 operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
-`scale_ub(...)`), types next to them, so the syntax stays readable:
+`scale_ub(...)`, `up(...)`), types next to them, so the syntax stays readable:
 
     %y = vllm.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-05 : f64}
            : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
     %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
            {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
            : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+    %a = vllm.gelu_tanh_and_mul %gate up(%up : tensor<?x8192xbf16>)
+           : tensor<?x8192xbf16> -> tensor<?x8192xbf16>
 
 Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
 (`epsilon(%e : tensor<f64>)`) when the graph passes it in. Each op's signature lives in
@@ -46,8 +48,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.types import torch_dtype
-from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, QuantScheme
+from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
+from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
@@ -55,6 +58,8 @@ _EPS = "(`epsilon` `(` $epsilon_value^ `:` type($epsilon_value) `)`)?"
 _SCALE = "(`scale` `(` $scale^ `:` type($scale) `)`)?"
 _SCALE_UB = "(`scale_ub` `(` $scale_ub^ `:` type($scale_ub) `)`)?"
 _SCALES = "(`,` type($scales)^)?"
+_UP = "(`up` `(` $up^ `:` type($up) `)`)?"
+_ZP = "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)?"
 
 _OPTIONS = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
 _PROPS_IN_ATTR_DICT = (ParsePropInAttrDict(),)
@@ -131,6 +136,10 @@ class QuantOp(SemanticSignature):
         """The scales result of a dynamic scheme."""
         return None
 
+    def zero_point_operand(self) -> SSAValue | None:
+        """The runtime zero point (docs/OPS.md "Variants"), if given."""
+        return None
+
     def _q_dtype(self) -> torch.dtype:
         return torch_dtype(self.q.type.element_type)
 
@@ -143,6 +152,7 @@ class FusedQuantOp(QuantOp):
         scale: SSAValue | None  # the static scale
         scale_ub: SSAValue | None  # the upper bound of dynamic per-token scales
         scales: OpResult[TensorType] | None  # the computed scales (dynamic schemes)
+        zero_point: SSAValue | None  # the runtime zero point (variants)
 
 
 class _NormMixin(NormOp):
@@ -160,6 +170,35 @@ class _NormMixin(NormOp):
 
 class _QuantMixin(QuantOp):
     """Quant ops describe their quantization as a QuantScheme, whatever their form."""
+
+
+class _UnfusedQuantMixin(_QuantMixin):
+    """An unfused quant: its scheme is its name, plus an optional `variant` property
+    (default: the OPS.md row) and an optional runtime `zero_point` operand."""
+
+    variant = opt_prop_def(QuantVariantAttr)
+    zero_point = opt_operand_def(TensorType)
+
+    def quant_variant(self) -> QuantVariant:
+        return DEFAULT_VARIANT if self.variant is None else self.variant.to_variant()
+
+    def zero_point_operand(self) -> SSAValue | None:
+        return self.zero_point
+
+    def _scheme(self, static: bool, granularity: Granularity) -> QuantScheme:
+        return QuantScheme(self._q_dtype(), static, granularity, variant=self.quant_variant())
+
+    def _verify_variant(self, x: TensorType) -> QuantScheme:
+        """The scheme, or a VerifyException naming the variant that does not fit the op."""
+        try:
+            scheme = self.quant_scheme()
+        except ValueError as e:
+            raise VerifyException(
+                f"variant {self.variant} does not fit {self.SEMANTIC_NAME}: "
+                f"{str(e).split(': ', 1)[-1]}"
+            ) from None
+        check.zero_point(self.zero_point, x, scheme)
+        return scheme
 
 
 # --- unfused norm ops --------------------------------------------------------------------
@@ -204,7 +243,7 @@ class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
 # --- unfused quant ops -------------------------------------------------------------------
 
 
-class StaticScaledFp8QuantSignature(_QuantMixin):
+class StaticScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
@@ -214,9 +253,10 @@ class StaticScaledFp8QuantSignature(_QuantMixin):
         x = check.activation(self.x)
         check.static_scale(self.scale)
         check.quant_result(self.q, x, "fp8")
+        self._verify_variant(x)
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=True, granularity="tensor")
+        return self._scheme(True, "tensor")
 
     def static_scale(self) -> SSAValue | None:
         return self.scale
@@ -229,9 +269,10 @@ class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
         x = check.activation(self.x)
         check.static_scale(self.scale)
         check.quant_result(self.q, x, "int8")
+        self._verify_variant(x)
 
 
-class DynamicScaledFp8QuantSignature(_QuantMixin):
+class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
     x = operand_def(TensorType)
     q = result_def(TensorType)
@@ -240,16 +281,16 @@ class DynamicScaledFp8QuantSignature(_QuantMixin):
     def verify_(self) -> None:
         x = check.activation(self.x)
         check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scale, x, self.quant_scheme())
+        check.scales_result(self.scale, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=False, granularity="tensor")
+        return self._scheme(False, "tensor")
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scale
 
 
-class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
+class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
     x = operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
@@ -261,10 +302,10 @@ class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
         if self.scale_ub is not None:
             check.static_scale(self.scale_ub, "scale_ub")
         check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self.quant_scheme())
+        check.scales_result(self.scales, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=False, granularity="token")
+        return self._scheme(False, "token")
 
     def scale_upper_bound(self) -> SSAValue | None:
         return self.scale_ub
@@ -273,7 +314,7 @@ class DynamicPerTokenScaledFp8QuantSignature(_QuantMixin):
         return self.scales
 
 
-class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
+class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
     x = operand_def(TensorType)
     q = result_def(TensorType)
@@ -282,16 +323,16 @@ class DynamicPerTokenScaledInt8QuantSignature(_QuantMixin):
     def verify_(self) -> None:
         x = check.activation(self.x)
         check.quant_result(self.q, x, "int8")
-        check.scales_result(self.scales, x, self.quant_scheme())
+        check.scales_result(self.scales, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static=False, granularity="token")
+        return self._scheme(False, "token")
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scales
 
 
-class PerTokenGroupFp8QuantSignature(_QuantMixin):
+class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
     x = operand_def(TensorType)
     group_size = prop_def(IntegerAttr[I64])
@@ -305,7 +346,7 @@ class PerTokenGroupFp8QuantSignature(_QuantMixin):
         x = check.activation(self.x)
         check.group_size(x, self.group_size.value.data)
         check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self.quant_scheme())
+        check.scales_result(self.scales, x, self._verify_variant(x))
 
     def quant_scheme(self) -> QuantScheme:
         return QuantScheme(
@@ -316,24 +357,11 @@ class PerTokenGroupFp8QuantSignature(_QuantMixin):
             column_major_scales=_flag(self.column_major_scales),
             use_ue8m0=_flag(self.use_ue8m0),
             group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
+            variant=self.quant_variant(),
         )
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scales
-
-
-class SiluAndMulSignature(SemanticSignature):
-    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul"
-    x = operand_def(TensorType)
-    out = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        _check_silu_halves(x, self.out, "out")
-        if self.out.type.element_type != x.element_type:
-            raise VerifyException(
-                f"out must have element type {x.element_type}, got {self.out.type.element_type}"
-            )
 
 
 # --- fused ops ---------------------------------------------------------------------------
@@ -354,8 +382,12 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scales
 
+    def zero_point_operand(self) -> SSAValue | None:
+        return self.zero_point
+
     def _verify_scheme(self, x: TensorType, q_shape_of: TensorType) -> None:
         dtype = check.quant_result(self.q, q_shape_of, "fp8 or int8")
+        self._verify_zero_point(q_shape_of, dtype)
         try:
             scheme = self.scheme.to_scheme(dtype)
         except ValueError as e:
@@ -387,6 +419,15 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
                 raise VerifyException("scale_ub applies to dynamic per-token fp8 only")
             check.static_scale(self.scale_ub, "scale_ub")
 
+    def _verify_zero_point(self, q_shape_of: TensorType, dtype: torch.dtype) -> None:
+        zp = self.zero_point
+        if zp is not None:
+            try:
+                scheme = self.scheme.to_scheme(dtype)
+            except ValueError:
+                return  # reported by _verify_scheme
+            check.zero_point(zp, q_shape_of, scheme)
+
 
 class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
     SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
@@ -394,6 +435,7 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
     weight = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
+    zero_point = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
     scheme = prop_def(QuantSchemeAttr)
@@ -412,6 +454,7 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
     weight = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
+    zero_point = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
     scheme = prop_def(QuantSchemeAttr)
@@ -425,36 +468,116 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
         self._verify_scheme(x, x)
 
 
-class SiluAndMulQuantSignature(_FusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul_quant"
+def _flag(attr: BoolAttr | None) -> bool:
+    return attr is not None and bool(attr.value.data)
+
+
+# --- the activation-and-mul family -------------------------------------------------------
+#
+# One signature family, parameterised by the activation (ops/activations.py): `act(gate) *
+# up` on x[..., 2d] (gate and up halves) or, with `up(%u : ...)`, on x = gate[..., d] and
+# up[..., d]. Each activation has an unfused op and a fused quant op; the subclasses only
+# name them, so every check below holds for all of them alike.
+
+
+class ActAndMulOp(SemanticSignature):
+    """The act-and-mul family: `act(gate) * up`, plain or fused with a quant."""
+
+    ACTIVATION: ClassVar[str]  # "silu", "gelu" or "gelu_tanh" (ops/activations.py)
+
+    if TYPE_CHECKING:
+        up: SSAValue | None  # None: x holds the gate and up halves
+
+
+class _ActAndMulMixin(ActAndMulOp):
+    def _verify_act(self, result: SSAValue, what: str) -> TensorType:
+        """Checks x and up; returns the shape the result has (element type of x)."""
+        x = check.activation(self.x)
+        up = self.up
+        if up is not None:
+            check.same_shape(up, x, "up", x.element_type)
+            check.same_shape(result, x, what, None)
+            return x
+        h = check.hidden_size(x)
+        if h >= 0 and h % 2:
+            raise VerifyException(
+                f"x needs an even last dimension (gate and up halves), got {h};"
+                " or pass the up projection as up(...)"
+            )
+        t = check.tensor_of(result, what)
+        half = TensorType(x.element_type, (*x.get_shape()[:-1], h // 2 if h >= 0 else h))
+        if not check.shapes_agree(t.get_shape(), half.get_shape()):
+            raise VerifyException(
+                f"{what} must have the shape of x with the last dimension halved, got {t}"
+            )
+        return half
+
+
+class _ActAndMulSignature(_ActAndMulMixin):
     x = operand_def(TensorType)
+    up = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+
+    def verify_(self) -> None:
+        shape = self._verify_act(self.out, "out")
+        check.same_shape(self.out, shape, "out", shape.element_type)
+
+
+class _ActAndMulQuantSignature(_FusedQuantMixin, _ActAndMulMixin):
+    x = operand_def(TensorType)
+    up = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
+    zero_point = opt_operand_def(TensorType)
     scheme = prop_def(QuantSchemeAttr)
     q = result_def(TensorType)
     scales = opt_result_def(TensorType)
 
     def verify_(self) -> None:
-        x = check.activation(self.x)
-        _check_silu_halves(x, self.q, "q")
-        half = TensorType(x.element_type, (*x.get_shape()[:-1], self.q.type.get_shape()[-1]))
-        self._verify_scheme(x, half)
+        shape = self._verify_act(self.q, "q")
+        self._verify_scheme(check.activation(self.x), shape)
 
 
-def _check_silu_halves(x: TensorType, out: SSAValue, what: str) -> None:
-    h = check.hidden_size(x)
-    if h >= 0 and h % 2:
-        raise VerifyException(f"x needs an even last dimension (gate and up halves), got {h}")
-    t = check.tensor_of(out, what)
-    expected = (*x.get_shape()[:-1], h // 2 if h >= 0 else h)
-    if not check.shapes_agree(t.get_shape(), expected):
-        raise VerifyException(
-            f"{what} must have the shape of x with the last dimension halved, got {t}"
-        )
+class SiluAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul"
+    ACTIVATION: ClassVar[str] = "silu"
 
 
-def _flag(attr: BoolAttr | None) -> bool:
-    return attr is not None and bool(attr.value.data)
+class GeluAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul"
+    ACTIVATION: ClassVar[str] = "gelu"
+
+
+class GeluTanhAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_tanh_and_mul"
+    ACTIVATION: ClassVar[str] = "gelu_tanh"
+
+
+class SiluAndMulQuantSignature(_ActAndMulQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "silu_and_mul_quant"
+    ACTIVATION: ClassVar[str] = "silu"
+
+
+class GeluAndMulQuantSignature(_ActAndMulQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_quant"
+    ACTIVATION: ClassVar[str] = "gelu"
+
+
+class GeluTanhAndMulQuantSignature(_ActAndMulQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_tanh_and_mul_quant"
+    ACTIVATION: ClassVar[str] = "gelu_tanh"
+
+
+ACT_SIGNATURES: tuple[type[_ActAndMulSignature], ...] = (
+    SiluAndMulSignature, GeluAndMulSignature, GeluTanhAndMulSignature,
+)
+ACT_QUANT_SIGNATURES: tuple[type[_ActAndMulQuantSignature], ...] = (
+    SiluAndMulQuantSignature, GeluAndMulQuantSignature, GeluTanhAndMulQuantSignature,
+)
+_ACT_FORMAT = f"$x {_UP} attr-dict `:` type($x) `->` type($out)"
+_ACT_QUANT_FORMAT = (
+    f"$x {_UP} {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) {_SCALES}"
+)
 
 
 # --- the vllm ops: signature + name + syntax ---------------------------------------------
@@ -464,23 +587,24 @@ ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
     RmsNormSignature: f"$x {_WEIGHT} {_EPS} attr-dict `:` type($x) `->` type($out)",
     FusedAddRmsNormSignature: f"$x `,` $residual {_WEIGHT} {_EPS} attr-dict `:` type($x) `,` "
     "type($residual) `->` type($out) `,` type($residual_out)",
-    StaticScaledFp8QuantSignature: "$x `,` $scale attr-dict `:` type($x) `,` type($scale) "
-    "`->` type($q)",
-    StaticScaledInt8QuantSignature: "$x `,` $scale attr-dict `:` type($x) `,` type($scale) "
-    "`->` type($q)",
-    DynamicScaledFp8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` type($scale)",
-    DynamicPerTokenScaledFp8QuantSignature: f"$x {_SCALE_UB} attr-dict `:` type($x) `->` "
+    StaticScaledFp8QuantSignature: f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` "
+    "type($scale) `->` type($q)",
+    StaticScaledInt8QuantSignature: f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` "
+    "type($scale) `->` type($q)",
+    DynamicScaledFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
+    "type($scale)",
+    DynamicPerTokenScaledFp8QuantSignature: f"$x {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` "
     "type($q) `,` type($scales)",
-    DynamicPerTokenScaledInt8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` "
+    DynamicPerTokenScaledInt8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) "
+    "`,` type($scales)",
+    PerTokenGroupFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
     "type($scales)",
-    PerTokenGroupFp8QuantSignature: "$x attr-dict `:` type($x) `->` type($q) `,` type($scales)",
-    SiluAndMulSignature: "$x attr-dict `:` type($x) `->` type($out)",
-    RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_EPS} attr-dict `:` type($x) "
+    RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
     f"`->` type($q) {_SCALES}",
-    FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_EPS} "
+    FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} "
     f"attr-dict `:` type($x) `,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}",
-    SiluAndMulQuantSignature: f"$x {_SCALE} {_SCALE_UB} attr-dict `:` type($x) `->` type($q) "
-    f"{_SCALES}",
+    **{sig: _ACT_FORMAT for sig in ACT_SIGNATURES},
+    **{sig: _ACT_QUANT_FORMAT for sig in ACT_QUANT_SIGNATURES},
 }
 
 SIGNATURES: tuple[type[SemanticSignature], ...] = tuple(ASSEMBLY_FORMATS)
@@ -551,10 +675,14 @@ SiluAndMulOp = _vllm_op(SiluAndMulSignature)
 RmsNormQuantOp = _vllm_op(RmsNormQuantSignature)
 FusedAddRmsNormQuantOp = _vllm_op(FusedAddRmsNormQuantSignature)
 SiluAndMulQuantOp = _vllm_op(SiluAndMulQuantSignature)
+GeluAndMulOp = _vllm_op(GeluAndMulSignature)
+GeluTanhAndMulOp = _vllm_op(GeluTanhAndMulSignature)
+GeluAndMulQuantOp = _vllm_op(GeluAndMulQuantSignature)
+GeluTanhAndMulQuantOp = _vllm_op(GeluTanhAndMulQuantSignature)
 
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {
     sig.SEMANTIC_NAME: op for sig, op in _VLLM_OPS.items()
 }
 
-Vllm = Dialect("vllm", list(_VLLM_OPS.values()), [QuantSchemeAttr])
+Vllm = Dialect("vllm", list(_VLLM_OPS.values()), [QuantSchemeAttr, QuantVariantAttr])

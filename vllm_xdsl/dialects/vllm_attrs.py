@@ -7,6 +7,14 @@ Syntax (the quant dtype is not here: it is the element type of the op's `q` resu
     #vllm.quant<dynamic per_group 128 column_major ue8m0 eps 1.0e-10>
 
 `column_major`, `ue8m0` and `eps` (default 1e-10) are per-group options and optional.
+Variant keywords (docs/OPS.md "Variants", ops/quant_variant.py) follow, each only where it
+differs from the contract:
+
+    #vllm.quant<static per_tensor div quotient bf16>
+    #vllm.quant<dynamic per_token scale bf16 zero_eps 7.812500e-03 range 1.275000e+02>
+
+`#vllm.quant_variant<...>` is the same keyword list alone: the `variant` property of the
+unfused quant ops, whose scheme the op name says.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
+from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant, parse_variant
 from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
 
 _KEYWORD_OF_GRANULARITY: dict[str, str] = {g: f"per_{g}" for g in GRANULARITIES}
@@ -36,6 +45,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
     column_major_scales: IntAttr
     use_ue8m0: IntAttr
     group_eps: FloatData
+    variant: StringAttr  # QuantVariant.spelling(): "" for the contract
 
     @staticmethod
     def get(
@@ -46,6 +56,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
         column_major_scales: bool = False,
         use_ue8m0: bool = False,
         group_eps: float = DEFAULT_GROUP_EPS,
+        variant: QuantVariant = DEFAULT_VARIANT,
     ) -> QuantSchemeAttr:
         return QuantSchemeAttr(
             StringAttr("static" if static else "dynamic"),
@@ -54,6 +65,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
             IntAttr(int(column_major_scales)),
             IntAttr(int(use_ue8m0)),
             FloatData(group_eps),
+            StringAttr(variant.spelling()),
         )
 
     @staticmethod
@@ -65,6 +77,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
             column_major_scales=scheme.column_major_scales,
             use_ue8m0=scheme.use_ue8m0,
             group_eps=scheme.group_eps,
+            variant=scheme.variant,
         )
 
     @property
@@ -81,6 +94,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
             column_major_scales=bool(self.column_major_scales.data),
             use_ue8m0=bool(self.use_ue8m0.data),
             group_eps=self.group_eps.data,
+            variant=parse_variant(self.variant.data),
         )
 
     def verify(self) -> None:
@@ -98,6 +112,8 @@ class QuantSchemeAttr(ParametrizedAttribute):
             self.group_size.data,
             bool(self.column_major_scales.data),
             bool(self.use_ue8m0.data),
+            self.group_eps.data,
+            self.variant.data,
         )
         if problem:
             raise VerifyException(f"invalid quant scheme: {problem}")
@@ -114,6 +130,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
         if self.group_eps.data != DEFAULT_GROUP_EPS:
             printer.print_string(" eps ")
             printer.print_float(self.group_eps.data, Float64Type())
+        print_variant(printer, parse_variant(self.variant.data), leading_space=True)
         printer.print_string(">")
 
     @classmethod
@@ -142,6 +159,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
                     group_eps = parser.parse_float()
                 else:
                     break
+            variant = parse_variant_keywords(parser)
             params: list[Attribute] = [
                 StringAttr(mode),
                 StringAttr(granularity),
@@ -149,9 +167,11 @@ class QuantSchemeAttr(ParametrizedAttribute):
                 IntAttr(int(column_major)),
                 IntAttr(int(use_ue8m0)),
                 FloatData(group_eps),
+                StringAttr(variant),
             ]
             problem = _structural_problem(
-                mode == "static", granularity, group_size, column_major, use_ue8m0
+                mode == "static", granularity, group_size, column_major, use_ue8m0, group_eps,
+                variant,
             )
             if problem:
                 parser.raise_error(f"invalid quant scheme: {problem}")
@@ -159,7 +179,8 @@ class QuantSchemeAttr(ParametrizedAttribute):
 
 
 def _structural_problem(
-    static: bool, granularity: str, group_size: int, column_major: bool, use_ue8m0: bool
+    static: bool, granularity: str, group_size: int, column_major: bool, use_ue8m0: bool,
+    group_eps: float = DEFAULT_GROUP_EPS, variant: str = "",
 ) -> str | None:
     """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
     try:
@@ -170,7 +191,86 @@ def _structural_problem(
             group_size=group_size,
             column_major_scales=column_major,
             use_ue8m0=use_ue8m0,
+            group_eps=group_eps,
+            variant=parse_variant(variant),
         )
     except ValueError as e:
         return str(e).split(": ", 1)[-1]
     return None
+
+
+# --- variant keywords, shared by #vllm.quant and #vllm.quant_variant ----------------------
+
+_DTYPE_WORDS = ("bf16", "f16", "f32")
+
+
+def parse_variant_keywords(parser: AttrParser) -> str:
+    """The variant keywords at the parser's position, as their canonical spelling."""
+    words: list[str] = []
+    while True:
+        if (w := parser.parse_optional_keyword("div") or parser.parse_optional_keyword("recip")
+                or parser.parse_optional_keyword("min_scale")):
+            words.append(w)
+        elif w := parser.parse_optional_keyword("quotient") or parser.parse_optional_keyword(
+                "scale"):
+            dtype = next((d for d in _DTYPE_WORDS if parser.parse_optional_keyword(d)), None)
+            if dtype is None:
+                parser.raise_error(f"expected bf16, f16 or f32 after {w!r}")
+            words += [w, dtype]
+        elif w := parser.parse_optional_keyword("zero_eps") or parser.parse_optional_keyword(
+                "range"):
+            words += [w, repr(parser.parse_float())]
+        else:
+            break
+    text = " ".join(words)
+    try:
+        return parse_variant(text).spelling()
+    except ValueError as e:
+        parser.raise_error(str(e))
+
+
+def print_variant(printer: Printer, variant: QuantVariant, leading_space: bool) -> None:
+    """The keywords of `parse_variant_keywords`, floats in MLIR's float syntax."""
+    words = variant.spelling().split()
+    for i, w in enumerate(words):
+        if i or leading_space:
+            printer.print_string(" ")
+        if i and words[i - 1] in ("zero_eps", "range"):
+            printer.print_float(float(w), Float64Type())
+        else:
+            printer.print_string(w)
+
+
+@irdl_attr_definition
+class QuantVariantAttr(ParametrizedAttribute):
+    """`#vllm.quant_variant<div quotient bf16>`: the variant of an unfused quant op."""
+
+    name = "vllm.quant_variant"
+
+    spelling: StringAttr
+
+    @staticmethod
+    def from_variant(variant: QuantVariant) -> QuantVariantAttr:
+        return QuantVariantAttr(StringAttr(variant.spelling()))
+
+    def to_variant(self) -> QuantVariant:
+        return parse_variant(self.spelling.data)
+
+    def verify(self) -> None:
+        from xdsl.utils.exceptions import VerifyException
+
+        try:
+            parse_variant(self.spelling.data)
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        print_variant(printer, self.to_variant(), leading_space=False)
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            text = parse_variant_keywords(parser)
+        return [StringAttr(text)]

@@ -13,7 +13,6 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     Float8E4M3FNType,
     Float8E4M3FNUZType,
-    Float32Type,
     FloatAttr,
     IntegerType,
     TensorType,
@@ -25,6 +24,7 @@ from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
 from vllm_xdsl.ops.scheme import QuantScheme
 
 ACTIVATION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
 FP8_ELEMENT_TYPES = (Float8E4M3FNType, Float8E4M3FNUZType)
 
 
@@ -127,10 +127,12 @@ def quant_result(value: SSAValue, x: TensorType, allowed: str) -> torch.dtype:
 
 
 def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
-    """The f32 dequant scales a dynamic scheme returns: [1], [T, 1] or [T, H / group_size]."""
+    """The dequant scales a dynamic scheme returns: [1], [T, 1] or [T, H / group_size], f32
+    unless the variant rounds them to another scale dtype."""
     t = tensor_of(value, "scales")
-    if not isinstance(t.element_type, Float32Type):
-        raise VerifyException(f"scales must be f32, got {t.element_type}")
+    want = scheme.variant.scale_dtype
+    if _dtype(t.element_type) != want:
+        raise VerifyException(f"scales must be {_DTYPE_NAMES[want]}, got {t.element_type}")
     shape = t.get_shape()
     if scheme.granularity == "tensor":
         expected: tuple[int, ...] = (1,)
@@ -143,6 +145,26 @@ def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
             f"scales must have shape {_shape_of(expected)} for a per-{scheme.granularity} "
             f"scheme, got {_shape(t)}"
         )
+
+
+def zero_point(value: SSAValue | None, x: TensorType, scheme: QuantScheme) -> None:
+    """A runtime zero point: per tensor ([] or [1]) or, per token, x's shape with a last
+    dimension of 1; any float or 8-bit element type. Not for per-group schemes."""
+    if value is None:
+        return
+    t = tensor_of(value, "zero_point")
+    if scheme.granularity == "group":
+        raise VerifyException("zero_point applies to per-tensor and per-token schemes only")
+    shape = t.get_shape()
+    per_token = (*x.get_shape()[:-1], 1)
+    if shape not in ((), (1,)) and not (scheme.granularity == "token" and shapes_agree(shape, per_token)):
+        raise VerifyException(
+            f"zero_point must have shape [] or [1]"
+            f"{' or ' + _shape_of(per_token) if scheme.granularity == 'token' else ''}, got {t}"
+        )
+    et = t.element_type
+    if not (isinstance(et, AnyFloat) or (isinstance(et, IntegerType) and et.width.data == 8)):
+        raise VerifyException(f"zero_point must be a float or 8-bit tensor, got {t}")
 
 
 def group_size(x: TensorType, size: int) -> None:

@@ -16,11 +16,11 @@ from typing import Any
 import torch
 import torch.fx
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
+from vllm_xdsl.dialects.torch import CONSTANT_VALUE, CallOp, GetAttrOp
 from vllm_xdsl.frontend.literals import literal
 from vllm_xdsl.frontend.semantic import import_semantic, is_semantic
 from vllm_xdsl.frontend.targets import target_name
@@ -71,6 +71,17 @@ class NodeImporter:
             properties={"attr_name": StringAttr(str(node.target))},
             result_types=[value_type(val, f"get_attr {node.name}")],
         )
+        scalar = _fetch_attr(self.owner, str(node.target)) if self.owner is not None else None
+        if isinstance(scalar, torch.Tensor) and scalar.dim() == 0 and scalar.is_floating_point():
+            # A 0-d constant (a lifted `torch.tensor(448.0)` clamp bound, an eps): its value,
+            # so that raise-native can read it (raise_match.constant_value). The import may
+            # run under the compile's fake mode; the constant itself is a real tensor.
+            from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+            if not isinstance(scalar, FakeTensor) and scalar.device.type != "meta":
+                with unset_fake_temporarily():
+                    value = float(scalar.item())
+                op.attributes[CONSTANT_VALUE] = FloatAttr(value, Float64Type())
         _name(op.results[0], node.name)
         self.add(op, node)
         self.values[node] = op.results[0]

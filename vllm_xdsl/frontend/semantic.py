@@ -30,8 +30,9 @@ from xdsl.irdl import OptOperandDef, OptResultDef
 
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
-from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
+from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
 from vllm_xdsl.frontend.types import FrontendError, value_type
+from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
 
 NAMESPACE = "vllm_xdsl"
@@ -90,6 +91,9 @@ def _properties(name: str, args: dict[str, Any], node: torch.fx.Node) -> dict[st
             props["use_ue8m0"] = BoolAttr.from_bool(True)
         if _literal(args, "eps", float, node) != DEFAULT_GROUP_EPS:
             props["eps"] = FloatAttr(float(args["eps"]), _F64)
+    variant = parse_variant(_literal(args, "variant", str, node)) if "variant" in args else None
+    if variant is not None and not variant.is_default and "granularity" not in args:
+        props["variant"] = QuantVariantAttr.from_variant(variant)
     if "granularity" in args:
         props["scheme"] = QuantSchemeAttr.get(
             static=bool(_literal(args, "static", bool, node)),
@@ -98,6 +102,7 @@ def _properties(name: str, args: dict[str, Any], node: torch.fx.Node) -> dict[st
             column_major_scales=bool(_literal(args, "column_major_scales", bool, node)),
             use_ue8m0=bool(_literal(args, "use_ue8m0", bool, node)),
             group_eps=float(_literal(args, "group_eps", float, node)),
+            variant=parse_variant(_literal(args, "variant", str, node)),
         )
     return props
 

@@ -50,6 +50,8 @@ dynamic_per_token_scaled_int8_quant = SemanticOp(
     "dynamic_per_token_scaled_int8_quant", _n.dynamic_per_token_scaled_int8_quant, ("q", "scales")
 )
 silu_and_mul = SemanticOp("silu_and_mul", _n.silu_and_mul, ("out",))
+gelu_and_mul = SemanticOp("gelu_and_mul", _n.gelu_and_mul, ("out",))
+gelu_tanh_and_mul = SemanticOp("gelu_tanh_and_mul", _n.gelu_tanh_and_mul, ("out",))
 
 rms_norm_quant = SemanticOp("rms_norm_quant", _fused.rms_norm_quant, ("q", "scales"), fused=True)
 fused_add_rms_norm_quant = SemanticOp(
@@ -58,6 +60,12 @@ fused_add_rms_norm_quant = SemanticOp(
 )
 silu_and_mul_quant = SemanticOp(
     "silu_and_mul_quant", _fused.silu_and_mul_quant, ("q", "scales"), fused=True
+)
+gelu_and_mul_quant = SemanticOp(
+    "gelu_and_mul_quant", _fused.gelu_and_mul_quant, ("q", "scales"), fused=True
+)
+gelu_tanh_and_mul_quant = SemanticOp(
+    "gelu_tanh_and_mul_quant", _fused.gelu_tanh_and_mul_quant, ("q", "scales"), fused=True
 )
 
 UNFUSED: tuple[str, ...] = (
@@ -70,8 +78,13 @@ UNFUSED: tuple[str, ...] = (
     "static_scaled_int8_quant",
     "dynamic_per_token_scaled_int8_quant",
     "silu_and_mul",
+    "gelu_and_mul",
+    "gelu_tanh_and_mul",
 )
-FUSED: tuple[str, ...] = ("rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant")
+FUSED: tuple[str, ...] = (
+    "rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant", "gelu_and_mul_quant",
+    "gelu_tanh_and_mul_quant",
+)
 ALL_OPS: dict[str, SemanticOp] = {name: globals()[name] for name in UNFUSED + FUSED}
 
 __all__ = [

@@ -5,17 +5,32 @@ QuantScheme); `scheme_of` rebuilds and validates it, and `quant_native` maps it 
 one unfused quant it denotes.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
 from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.activations import ACT_AND_MUL
+from vllm_xdsl.ops.natives_variant import quantize_variant
+from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.scheme import QuantScheme, granularity_of
 
 
 def quant_native(
-    x: Tensor, scheme: QuantScheme, scale: Tensor | None = None, scale_ub: Tensor | None = None
+    x: Tensor,
+    scheme: QuantScheme,
+    scale: Tensor | None = None,
+    scale_ub: Tensor | None = None,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """The unfused quant that `scheme` denotes: (q, computed scales), scales None if static."""
+    if not scheme.variant.is_default or zero_point is not None:
+        if scheme.static != (scale is not None):
+            raise ValueError(f"quant scheme {scheme}: a scale is given exactly when static")
+        if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
+            raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
+        return quantize_variant(x, scheme, scale, scale_ub, zero_point)
     if scheme.static:
         if scale is None:
             raise ValueError(f"static quant scheme {scheme} needs a scale")
@@ -49,12 +64,13 @@ def scheme_of(
     column_major_scales: bool,
     use_ue8m0: bool,
     group_eps: float,
+    variant: str = "",
 ) -> QuantScheme:
     """The scheme of a fused op's arguments; ValueError naming the op if it is not allowed."""
     try:
         scheme = QuantScheme(
             quant_dtype, static, granularity_of(granularity), group_size, column_major_scales,
-            use_ue8m0, group_eps,
+            use_ue8m0, group_eps, parse_variant(variant),
         )
     except ValueError as e:
         raise ValueError(f"{op}: {e}") from None
@@ -72,10 +88,11 @@ def scheme_of(
 
 
 def _quant(
-    op: str, y: Tensor, scale: Tensor | None, scale_ub: Tensor | None, *scheme_args
+    op: str, y: Tensor, scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None,
+    *scheme_args
 ) -> tuple[Tensor, Tensor]:
     scheme = scheme_of(op, scale, scale_ub, *scheme_args)
-    q, scales = quant_native(y, scheme, scale, scale_ub)
+    q, scales = quant_native(y, scheme, scale, scale_ub, zero_point)
     if scales is None:
         # Static: return a float32 [1] copy; custom ops cannot return aliases of inputs.
         assert scale is not None
@@ -96,12 +113,14 @@ def rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
     scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                   group_eps)
+                   group_eps, variant)
     scheme_of("rms_norm_quant", scale, scale_ub, *scheme_args)  # reject before computing
     y = N.rms_norm(x, weight, epsilon)
-    return _quant("rms_norm_quant", y, scale, scale_ub, *scheme_args)
+    return _quant("rms_norm_quant", y, scale, scale_ub, zero_point, *scheme_args)
 
 
 def fused_add_rms_norm_quant(
@@ -118,29 +137,47 @@ def fused_add_rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor, Tensor]:
     scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                   group_eps)
+                   group_eps, variant)
     scheme_of("fused_add_rms_norm_quant", scale, scale_ub, *scheme_args)
     y, residual_out = N.fused_add_rms_norm(x, residual, weight, epsilon)
-    q, scales = _quant("fused_add_rms_norm_quant", y, scale, scale_ub, *scheme_args)
+    q, scales = _quant("fused_add_rms_norm_quant", y, scale, scale_ub, zero_point, *scheme_args)
     return q, residual_out, scales
 
 
-def silu_and_mul_quant(
-    x: Tensor,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
-) -> tuple[Tensor, Tensor]:
-    scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                   group_eps)
-    scheme_of("silu_and_mul_quant", scale, scale_ub, *scheme_args)
-    y = N.silu_and_mul(x)
-    return _quant("silu_and_mul_quant", y, scale, scale_ub, *scheme_args)
+def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The fused native of an act-and-mul op: the act-and-mul native, then the quant."""
+    op = f"{name}_quant"
+    act = ACT_AND_MUL[name]
+
+    def fused(
+        x: Tensor,
+        scale: Tensor | None,
+        scale_ub: Tensor | None,
+        quant_dtype: torch.dtype,
+        static: bool,
+        granularity: str,
+        group_size: int = 0,
+        column_major_scales: bool = False,
+        use_ue8m0: bool = False,
+        group_eps: float = 1e-10,
+        zero_point: Tensor | None = None,
+        variant: str = "",
+        up: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales,
+                       use_ue8m0, group_eps, variant)
+        scheme_of(op, scale, scale_ub, *scheme_args)
+        return _quant(op, act(x, up), scale, scale_ub, zero_point, *scheme_args)
+
+    fused.__name__ = fused.__qualname__ = op
+    return fused
+
+
+# `up` comes last (optional): the one-operand calls of silu_and_mul_quant keep their meaning.
+silu_and_mul_quant = _act_and_mul_quant("silu_and_mul")
+gelu_and_mul_quant = _act_and_mul_quant("gelu_and_mul")
+gelu_tanh_and_mul_quant = _act_and_mul_quant("gelu_tanh_and_mul")

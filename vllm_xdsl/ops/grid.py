@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.tolerance import Kind
 
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
@@ -55,6 +56,30 @@ FUSED_SCHEMES: tuple[tuple[torch.dtype, bool, str, dict[str, Any], bool], ...] =
     (E4M3UZ, False, "group", {}, False),
     (torch.int8, False, "token", {}, False),
 )
+
+
+# Quant variants (docs/OPS.md "Variants") per unfused op: (variant, zero point: None,
+# "tensor" ([1]) or "token" ([T, 1])); the fused ops take VARIANTS_FUSED with every scheme
+# they fit. Providers that lack a variant reject it (verify shows them as skipped).
+CT_FP8_TOKEN = f"quotient bf16 scale bf16 zero_eps {torch.finfo(torch.bfloat16).eps!r}"
+VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "static_scaled_fp8_quant": (("div quotient bf16", "tensor"), ("div", None),
+                                ("quotient f16", None)),
+    "dynamic_scaled_fp8_quant": (("div", None),),
+    "dynamic_per_token_scaled_fp8_quant": (("recip", None), (CT_FP8_TOKEN, "token")),
+    "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None)),
+    "static_scaled_int8_quant": (("quotient bf16", "tensor"), ("recip", None)),
+    "dynamic_per_token_scaled_int8_quant": ((CT_FP8_TOKEN + " range 127.5", "token"),
+                                            ("recip quotient f16", None)),
+}
+VARIANTS_FUSED = ("div quotient bf16", "recip quotient f16")
+
+
+def _zero_point(kind: str | None, tokens: int, device: str, seed: int) -> torch.Tensor | None:
+    if kind is None:
+        return None
+    shape = (1,) if kind == "tensor" else (tokens, 1)
+    return _rand(shape, torch.bfloat16, device, seed).round()
 
 
 def _rand(shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int, scale: float = 1.0):
@@ -113,6 +138,9 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                             yield Case(op, dtype, (x(), w, eps, *q), lab)
                         else:
                             yield Case(op, dtype, (x(), x(), w, eps, *q), lab)
+            if op == "rms_norm_quant":
+                yield from _fused_variant_cases(op, dtype, base, x, t, h, scale, device,
+                                                next(seed))
             continue
         for fp8 in (E4M3, E4M3UZ):
             f8 = f"{base} {str(fp8).removeprefix('torch.')}"
@@ -127,6 +155,24 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                 for gs, cm, ue in itertools.product(_group_sizes(h), (False, True), (False, True)):
                     yield Case(op, dtype, (x(), gs, cm, ue, 1e-10, fp8),
                                f"{f8} gs={gs} column_major={cm} ue8m0={ue}")
+        for variant, zp_kind in VARIANTS.get(op, ()):
+            zp = _zero_point(zp_kind, t, device, next(seed))
+            lab = f"{base} variant={variant!r}" + (f" zero_point={zp_kind}" if zp_kind else "")
+            if op == "static_scaled_fp8_quant":
+                yield Case(op, dtype, (x(), scale, E4M3, zp, variant), lab)
+            elif op == "dynamic_scaled_fp8_quant":
+                yield Case(op, dtype, (x(), E4M3, zp, variant), lab)
+            elif op == "dynamic_per_token_scaled_fp8_quant":
+                yield Case(op, dtype, (x(), None, E4M3, zp, variant), lab)
+            elif op == "per_token_group_fp8_quant":
+                yield Case(op, dtype, (x(), _group_sizes(h)[0], False, True, 1e-10, E4M3, zp,
+                                       variant), lab)
+            elif op == "static_scaled_int8_quant":
+                yield Case(op, dtype, (x(), scale, zp, variant), lab)
+            else:
+                yield Case(op, dtype, (x(), zp, variant), lab)
+        if op in FUSED_ACT_OPS:
+            yield from _fused_variant_cases(op, dtype, base, x, t, h, scale, device, next(seed))
         if op == "static_scaled_int8_quant":
             yield Case(op, dtype, (x(), scale), base)
         elif op == "dynamic_per_token_scaled_int8_quant":
@@ -134,15 +180,37 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
             if t > 1:
                 xs[0] = 0  # a zero row: s = 0, q = 0
             yield Case(op, dtype, (xs,), base)
-        elif op == "silu_and_mul":
+        elif op in ACTIVATIONS:  # x = [gate | up], and gate with a separate up
             yield Case(op, dtype, (x(shape=(t, 2 * h)),), f"{dt} T={t} d={h}")
-        elif op == "silu_and_mul_quant":
-            for qd, static, gran, kw, with_ub in FUSED_SCHEMES:
+            yield Case(op, dtype, (x(), x()), f"{dt} T={t} d={h} up")
+        elif op in FUSED_ACT_OPS:
+            for (qd, static, gran, kw, with_ub), with_up in itertools.product(
+                FUSED_SCHEMES, (False, True)
+            ):
                 for gs in _group_sizes(h) if gran == "group" else (0,):
                     q = (scale if static else None, ub if with_ub else None, qd, static, gran, gs,
                          kw.get("column_major_scales", False), kw.get("use_ue8m0", False))
-                    yield Case(op, dtype, (x(shape=(t, 2 * h)), *q),
-                               f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}")
+                    lab = f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}"
+                    if with_up:
+                        yield Case(op, dtype, (x(), *q, 1e-10, None, "", x()), lab + " up")
+                    else:
+                        yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
+
+
+def _fused_variant_cases(op: str, dtype: torch.dtype, base: str, x: Any, t: int, h: int,
+                         scale: torch.Tensor, device: str, seed: int) -> Iterator[Case]:
+    """VARIANTS_FUSED on static fp8 / int8 and dynamic per-token fp8 (act-and-mul: static
+    only)."""
+    w = _rand((h,), dtype, device, seed)
+    for variant in VARIANTS_FUSED:
+        for qd, static in ((E4M3, True), (torch.int8, True), (E4M3, False)):
+            q = (scale if static else None, None, qd, static, "tensor" if static else "token",
+                 0, False, False, 1e-10, None, variant)
+            lab = f"{base} {_scheme_label(qd, static, '', {}, False)} variant={variant!r}"
+            if op == "rms_norm_quant":
+                yield Case(op, dtype, (x(), w, 1e-6, *q), lab)
+            elif static:
+                yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
 
 
 def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
@@ -151,6 +219,6 @@ def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
         norm: tuple[Kind, ...] = ("norm", "value")
         return norm[:n]
     kinds: list[Kind] = ["value"] * n
-    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", "silu_and_mul"):
+    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS):
         kinds[-1] = "scales"
     return tuple(kinds)

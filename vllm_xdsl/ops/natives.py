@@ -12,9 +12,29 @@ custom op schema from them.
 import torch
 from torch import Tensor
 
-from vllm_xdsl.ops.scheme import INT8_MAX, fp8_max
+from vllm_xdsl.ops.activations import (  # noqa: F401  (natives of the act-and-mul family)
+    gelu_and_mul,
+    gelu_tanh_and_mul,
+    silu_and_mul,
+)
+from vllm_xdsl.ops.natives_variant import quantize_variant
+from vllm_xdsl.ops.quant_variant import parse_variant
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, INT8_MAX, Granularity, QuantScheme, fp8_max
 
 _F32 = torch.float32
+
+
+def _variant_scheme(
+    op: str, dtype: torch.dtype, static: bool, granularity: Granularity, variant: str,
+    group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
+    group_eps: float = DEFAULT_GROUP_EPS,
+) -> QuantScheme:
+    """The scheme of an unfused quant with a variant; ValueError naming the op."""
+    try:
+        return QuantScheme(dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
+                           group_eps, parse_variant(variant))
+    except ValueError as e:
+        raise ValueError(f"{op}: {e}") from None
 
 
 def _check_fp8(fp8_dtype: torch.dtype) -> float:
@@ -56,26 +76,47 @@ def fused_add_rms_norm(
 
 
 def static_scaled_fp8_quant(
-    x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+    x: Tensor,
+    scale: Tensor,
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> Tensor:
     fmax = _check_fp8(fp8_dtype)
+    if variant or zero_point is not None:
+        scheme = _variant_scheme("static_scaled_fp8_quant", fp8_dtype, True, "tensor", variant)
+        return quantize_variant(x, scheme, scale, None, zero_point)[0]
     inv = torch.reciprocal(scale.to(_F32))
     return torch.clamp(x.to(_F32) * inv, -fmax, fmax).to(fp8_dtype)
 
 
 def dynamic_scaled_fp8_quant(
-    x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+    x: Tensor,
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
     fmax = _check_fp8(fp8_dtype)
+    if variant or zero_point is not None:
+        scheme = _variant_scheme("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", variant)
+        return _computed(quantize_variant(x, scheme, None, None, zero_point))
     absmax = x.to(_F32).abs().amax().reshape(1)
     scale = torch.clamp(absmax / fmax, min=_min_scale(fmax))
     return static_scaled_fp8_quant(x, scale, fp8_dtype), scale
 
 
 def dynamic_per_token_scaled_fp8_quant(
-    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+    x: Tensor,
+    scale_ub: Tensor | None = None,
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
     fmax = _check_fp8(fp8_dtype)
+    if variant or zero_point is not None:
+        scheme = _variant_scheme("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token",
+                                 variant)
+        return _computed(quantize_variant(x, scheme, None, scale_ub, zero_point))
     xf = x.to(_F32)
     a = xf.abs().amax(dim=-1, keepdim=True)
     if scale_ub is not None:
@@ -92,6 +133,8 @@ def per_token_group_fp8_quant(
     use_ue8m0: bool = False,
     eps: float = 1e-10,
     fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
     fmax = _check_fp8(fp8_dtype)
     hidden = x.shape[-1]
@@ -99,6 +142,12 @@ def per_token_group_fp8_quant(
         raise ValueError(
             f"per_token_group_fp8_quant: group_size {group_size} does not divide hidden size {hidden}"
         )
+    if variant or zero_point is not None:
+        scheme = _variant_scheme(
+            "per_token_group_fp8_quant", fp8_dtype, False, "group", variant, group_size=group_size,
+            column_major_scales=column_major_scales, use_ue8m0=use_ue8m0, group_eps=eps,
+        )
+        return _computed(quantize_variant(x, scheme, None, None, zero_point))
     groups = hidden // group_size
     xg = x.to(_F32).reshape(*x.shape[:-1], groups, group_size)
     a = xg.abs().amax(dim=-1, keepdim=True)
@@ -120,11 +169,22 @@ def _int8_round(xs: Tensor) -> Tensor:
     return torch.round(xs).clamp(-128.0, 127.0).to(torch.int8)
 
 
-def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+def static_scaled_int8_quant(
+    x: Tensor, scale: Tensor, zero_point: Tensor | None = None, variant: str = ""
+) -> Tensor:
+    if variant or zero_point is not None:
+        scheme = _variant_scheme("static_scaled_int8_quant", torch.int8, True, "tensor", variant)
+        return quantize_variant(x, scheme, scale, None, zero_point)[0]
     return _int8_round(x.to(_F32) / scale.to(_F32))
 
 
-def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+def dynamic_per_token_scaled_int8_quant(
+    x: Tensor, zero_point: Tensor | None = None, variant: str = ""
+) -> tuple[Tensor, Tensor]:
+    if variant or zero_point is not None:
+        scheme = _variant_scheme("dynamic_per_token_scaled_int8_quant", torch.int8, False, "token",
+                                 variant)
+        return _computed(quantize_variant(x, scheme, None, None, zero_point))
     xf = x.to(_F32)
     s = xf.abs().amax(dim=-1, keepdim=True) / INT8_MAX
     # A zero row has s = 0: its q is 0 (0/0 would be NaN).
@@ -132,8 +192,7 @@ def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
     return q, s.reshape(-1, 1)
 
 
-def silu_and_mul(x: Tensor) -> Tensor:
-    d = x.shape[-1] // 2
-    if x.shape[-1] != 2 * d:
-        raise ValueError(f"silu_and_mul: last dimension {x.shape[-1]} is not even")
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+def _computed(result: tuple[Tensor, Tensor | None]) -> tuple[Tensor, Tensor]:
+    q, scales = result
+    assert scales is not None  # a dynamic scheme returns its scales
+    return q, scales

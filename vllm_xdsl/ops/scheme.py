@@ -7,10 +7,12 @@ backend. One fused op covers every scheme, so no pass or kernel enumerates them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
+
+from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
 
 Granularity = Literal["tensor", "token", "group"]
 GRANULARITIES: tuple[Granularity, ...] = ("tensor", "token", "group")
@@ -55,6 +57,8 @@ class QuantScheme:
     - `granularity`: one scale per tensor, per token (row) or per group of
       `group_size` consecutive elements of a row.
     - `column_major_scales`, `use_ue8m0`, `group_eps`: per-group options (OPS.md).
+    - `variant`: where the numerics differ from the OPS.md table (quant_variant.py);
+      stored canonically (a field equal to the op's own default is reset to the default).
     """
 
     dtype: torch.dtype
@@ -64,11 +68,28 @@ class QuantScheme:
     column_major_scales: bool = False
     use_ue8m0: bool = False
     group_eps: float = DEFAULT_GROUP_EPS
+    variant: QuantVariant = DEFAULT_VARIANT
 
     def __post_init__(self) -> None:
         problem = self.problem()
         if problem is not None:
             raise ValueError(f"invalid quant scheme {self}: {problem}")
+        v = self.variant
+        if v.scaling == self.default_scaling:
+            v = replace(v, scaling="")
+        if v.floor == "min_scale" and self.granularity != "group":
+            v = replace(v, floor="")  # the fp8 tensor/token contract floors this way
+        object.__setattr__(self, "variant", v)
+
+    @property
+    def default_scaling(self) -> str:
+        """How the OPS.md row scales: static and per-tensor fp8 multiply by the reciprocal."""
+        return "recip" if self.is_fp8 and self.granularity == "tensor" else "div"
+
+    @property
+    def scaling(self) -> str:
+        """"div" or "recip": what this scheme computes."""
+        return self.variant.scaling or self.default_scaling
 
     def problem(self) -> str | None:
         """Why this scheme is not one of OPS.md's quantizations, or None if it is."""
@@ -87,6 +108,23 @@ class QuantScheme:
             return "group_size, column_major_scales and use_ue8m0 apply to per-group only"
         if self.dtype == torch.int8 and not self.static and self.granularity != "token":
             return "dynamic int8 quantization is per token"
+        return self.variant_problem()
+
+    def variant_problem(self) -> str | None:
+        """Why the variant makes no sense for this scheme (naming the variant), or None."""
+        v = self.variant
+        problem = v.problem()
+        if problem is not None:
+            return problem
+        if self.static:
+            for bad, what in ((v.scale_dtype != torch.float32, "scale"),
+                              (v.floor != "", v.floor), (v.scale_range != 0.0, "range")):
+                if bad:
+                    return f"variant {what!r} applies to dynamic scales (a static scale is an input)"
+        if self.granularity == "group" and v.floor and self.group_eps != DEFAULT_GROUP_EPS:
+            return f"variant {v.floor!r} replaces the per-group absmax floor: drop eps"
+        if v.floor == "min_scale" and self.dtype == torch.int8:
+            return "variant 'min_scale' is the fp8 floor 1 / (FMAX * 512), not an int8 one"
         return None
 
     @property

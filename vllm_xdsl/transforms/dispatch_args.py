@@ -35,7 +35,7 @@ _SCHEME_FIELDS = {
     "eps": "group_eps",
     "group_eps": "group_eps",
 }
-_TENSOR_OPERANDS = ("x", "residual", "weight", "scale", "scale_ub")
+_TENSOR_OPERANDS = ("x", "up", "residual", "weight", "scale", "scale_ub", "zero_point")
 
 
 def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str, Any]:
@@ -57,6 +57,8 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
             args[name] = None if size is None else size.value.data
         elif scheme is not None and name in _SCHEME_FIELDS:
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
+        elif scheme is not None and name == "variant":
+            args[name] = scheme.variant.spelling()
         else:
             raise AssertionError(f"{op.name}: no IR source for native parameter {name!r}")
     return args

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Attribute, Operation
 
 from vllm_xdsl.backends.triton.spec import default_block_size, default_num_warps
-from vllm_xdsl.dialects.vllm import QuantOp, SemanticSignature
+from vllm_xdsl.dialects.vllm import ActAndMulOp, QuantOp, SemanticSignature
 from vllm_xdsl.transforms.dispatch_torch import meta
 
 _LOAD_BYTES = 16
@@ -25,7 +25,7 @@ MAX_BLOCK = 1 << 16  # the triton dialect's bound on block_size
 def row_width(op: SemanticSignature) -> int | None:
     """Columns of one row the kernel processes (None if unknown)."""
     h = meta(op.x)[1][-1] if meta(op.x)[1] else None
-    if h is not None and op.name.split(".", 1)[1].startswith("silu_and_mul"):
+    if h is not None and isinstance(op, ActAndMulOp) and op.up is None:  # [gate | up] halves
         h //= 2
     return h
 

@@ -17,6 +17,7 @@ from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.dialects.vllm import (
+    ActAndMulOp,
     FusedQuantOp,
     NormOp,
     QuantOp,
@@ -24,7 +25,9 @@ from vllm_xdsl.dialects.vllm import (
     RmsNormSignature,
     SemanticSignature,
 )
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
+from vllm_xdsl.transforms.dispatch_native_variant import quant_variant
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
 
 F32 = torch.float32
@@ -88,28 +91,37 @@ def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     return [out, residual_out]
 
 
-# --- silu_and_mul ------------------------------------------------------------------------
+# --- the act-and-mul family (ops/activations.py) --------------------------------------------
+
+_ACTIVATION_CALLS: dict[str, tuple[str, dict[str, object]]] = {
+    "silu": ("aten::silu.default", {}),
+    "gelu": ("aten::gelu.default", {}),
+    "gelu_tanh": ("aten::gelu.default", {"approximate": "tanh"}),
+}
 
 
-def silu_and_mul_value(b: TorchBuilder, x: SSAValue) -> SSAValue:
-    shape = meta(x)[1]
-    h = shape[-1]
-    a: SSAValue
-    g: SSAValue
-    if h is None:  # unknown hidden size: two equal halves
-        half = tensor_type(meta(x)[0], (*shape[:-1], None))
-        b.call("aten::chunk.default", x, 2, -1, results=[half, half])
-        a, g = b.ops[-1].results
-    else:
-        d = h // 2
-        a = b.call("aten::slice.Tensor", x, -1, 0, d, shape=(*shape[:-1], d))
-        g = b.call("aten::slice.Tensor", x, -1, d, _INT64_MAX, shape=(*shape[:-1], d))
-    return b.call("aten::mul.Tensor", b.call("aten::silu.default", a), g)
+def act_and_mul_value(b: TorchBuilder, op: Operation) -> SSAValue:
+    """activations.act_and_mul: torch's activation of the gate, times up, in x's dtype."""
+    assert isinstance(op, ActAndMulOp)
+    x: SSAValue = op.x
+    up = op.up
+    if up is None:
+        shape = meta(x)[1]
+        h = shape[-1]
+        if h is None:  # unknown hidden size: two equal halves
+            half = tensor_type(meta(x)[0], (*shape[:-1], None))
+            b.call("aten::chunk.default", x, 2, -1, results=[half, half])
+            x, up = b.ops[-1].results
+        else:
+            d = h // 2
+            x, up = (b.call("aten::slice.Tensor", x, -1, 0, d, shape=(*shape[:-1], d)),
+                     b.call("aten::slice.Tensor", x, -1, d, _INT64_MAX, shape=(*shape[:-1], d)))
+    target, kwargs = _ACTIVATION_CALLS[op.ACTIVATION]
+    return b.call("aten::mul.Tensor", b.call(target, x, kwargs=kwargs or None), up)
 
 
-def silu_and_mul(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    assert isinstance(op, SemanticSignature)
-    return [silu_and_mul_value(b, op.x)]
+def act_and_mul(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    return [act_and_mul_value(b, op)]
 
 
 # --- quantization ------------------------------------------------------------------------
@@ -217,8 +229,11 @@ def quant(
     scheme: QuantScheme,
     scale: SSAValue | None,
     scale_ub: SSAValue | None,
+    zero_point: SSAValue | None = None,
 ) -> list[SSAValue]:
     """fused.quant_native: q, then the computed scales (none for a static scheme)."""
+    if not scheme.variant.is_default or zero_point is not None:
+        return quant_variant(b, x, scheme, scale, scale_ub, zero_point)
     if scheme.static:
         assert scale is not None
         return [static_fp8(b, x, scale, scheme.dtype) if scheme.is_fp8 else static_int8(b, x, scale)]
@@ -235,7 +250,7 @@ def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     assert isinstance(op, QuantOp)
     scheme = op.quant_scheme()
     scale = op.static_scale() if scheme.static else None
-    return quant(b, op.x, scheme, scale, op.scale_upper_bound())
+    return quant(b, op.x, scheme, scale, op.scale_upper_bound(), op.zero_point_operand())
 
 
 # --- fused ops: the composition of the unfused decompositions ------------------------------
@@ -243,7 +258,7 @@ def _unfused_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
 
 def _fused_quant(b: TorchBuilder, op: Operation, y: SSAValue) -> list[SSAValue]:
     assert isinstance(op, FusedQuantOp)
-    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub)
+    return quant(b, y, op.quant_scheme(), op.scale, op.scale_ub, op.zero_point)
 
 
 def rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
@@ -257,9 +272,8 @@ def fused_add_rms_norm_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     return [q, residual_out, *scales]
 
 
-def silu_and_mul_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
-    assert isinstance(op, SemanticSignature)
-    return _fused_quant(b, op, silu_and_mul_value(b, op.x))
+def act_and_mul_quant(b: TorchBuilder, op: Operation) -> list[SSAValue]:
+    return _fused_quant(b, op, act_and_mul_value(b, op))
 
 
 DECOMPOSITIONS: dict[str, Callable[[TorchBuilder, Operation], list[SSAValue]]] = {
@@ -271,10 +285,10 @@ DECOMPOSITIONS: dict[str, Callable[[TorchBuilder, Operation], list[SSAValue]]] =
     "per_token_group_fp8_quant": _unfused_quant,
     "static_scaled_int8_quant": _unfused_quant,
     "dynamic_per_token_scaled_int8_quant": _unfused_quant,
-    "silu_and_mul": silu_and_mul,
+    **{name: act_and_mul for name in ACTIVATIONS},
     "rms_norm_quant": rms_norm_quant,
     "fused_add_rms_norm_quant": fused_add_rms_norm_quant,
-    "silu_and_mul_quant": silu_and_mul_quant,
+    **{name: act_and_mul_quant for name in FUSED_ACT_OPS},
 }
 
 

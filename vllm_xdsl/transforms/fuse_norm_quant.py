@@ -1,4 +1,4 @@
-"""`fuse-norm-quant`: fuse a norm (or SiLU-and-mul) with the quantization of its output.
+"""`fuse-norm-quant`: fuse a norm (or an act-and-mul) with the quantization of its output.
 
 Works on the `vllm` dialect, in every function of the module. Rewrites on meaning: the
 quant op's `quant_scheme()` becomes the fused op's `scheme`, epsilon is carried over as
@@ -8,13 +8,16 @@ group size and backend.
 Rewrites:
 - `rms_norm` -> quant  =>  `rms_norm_quant`;
 - `fused_add_rms_norm` -> quant  =>  `fused_add_rms_norm_quant` (`residual_out` kept);
-- `silu_and_mul` -> static fp8 or per-token-group fp8 quant  =>  `silu_and_mul_quant`;
+- `silu_and_mul` / `gelu_and_mul` / `gelu_tanh_and_mul` (one operand, or gate and `up`)
+  -> quant  =>  `<act>_and_mul_quant` with the same operands;
 - `torch.call "aten::add.Tensor"(a, b)` (alpha 1, no broadcast) -> `rms_norm`  =>
   `fused_add_rms_norm(a, b)`, other users of the sum use `residual_out`; then the rules
   above apply (f32 adds only by default: see "rounding" below).
 The quants are static fp8, dynamic per-token fp8 (with `scale_ub`), per-token-group fp8
-(any group size, ue8m0, column-major), static int8 and dynamic per-token int8. Dynamic
-per-tensor fp8 is never fused: it needs a global reduction before any row is quantized.
+(any group size, ue8m0, column-major), static int8 and dynamic per-token int8, for every
+producer (vLLM fuses SiLU-and-mul with static and group fp8 only; the fused contract and
+every provider here cover all of these). Dynamic per-tensor fp8 is never fused: it needs a
+global reduction before any row is quantized.
 
 Decisions:
 - **Residual add raising and rounding.** `fused_add_rms_norm` normalises the unrounded fp32
@@ -85,12 +88,8 @@ from vllm_xdsl.transforms.fusion_ir import (
 )
 
 
-def _norm_scheme(s: QuantScheme) -> bool:
+def _fusable_scheme(s: QuantScheme) -> bool:
     return s.static or s.granularity != "tensor"  # dynamic per-tensor needs a global max
-
-
-def _silu_scheme(s: QuantScheme) -> bool:
-    return s.is_fp8 and (s.static or s.granularity == "group")
 
 
 @dataclass(frozen=True)
@@ -102,9 +101,12 @@ class Family:
 
 
 FAMILIES: dict[type[Operation], Family] = {
-    vllm.RmsNormOp: Family(vllm.RmsNormQuantOp, _norm_scheme),
-    vllm.FusedAddRmsNormOp: Family(vllm.FusedAddRmsNormQuantOp, _norm_scheme),
-    vllm.SiluAndMulOp: Family(vllm.SiluAndMulQuantOp, _silu_scheme),
+    vllm.RmsNormOp: Family(vllm.RmsNormQuantOp, _fusable_scheme),
+    vllm.FusedAddRmsNormOp: Family(vllm.FusedAddRmsNormQuantOp, _fusable_scheme),
+    # Every act-and-mul op (one operand or gate and up) with its fused quant twin.
+    vllm.SiluAndMulOp: Family(vllm.SiluAndMulQuantOp, _fusable_scheme),
+    vllm.GeluAndMulOp: Family(vllm.GeluAndMulQuantOp, _fusable_scheme),
+    vllm.GeluTanhAndMulOp: Family(vllm.GeluTanhAndMulQuantOp, _fusable_scheme),
 }
 
 
@@ -134,10 +136,20 @@ class _Consumers:
                 assert isinstance(user, CallOp)
                 self.views.append(user)
                 self.collect(user.outputs[0], [*path, user], family)
-            elif use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme()):
+            elif (use.index == 0 and _unfused_quant(user) and family.accepts(user.quant_scheme())
+                  and _zero_point_fits(user, path)):
                 self.quants.append((user, path))
             else:
                 self.blocked = True
+
+
+def _zero_point_fits(quant: vllm.QuantOp, path: list[CallOp]) -> bool:
+    """A per-token zero point is shaped like the quant's rows: only without a view between."""
+    zp = quant.zero_point_operand()
+    if zp is None or not path:
+        return True
+    shape = zp.type.get_shape() if isinstance(zp.type, TensorType) else None
+    return shape in ((), (1,))
 
 
 def _program_order(a: tuple[Operation, list[CallOp]], b: tuple[Operation, list[CallOp]]) -> int:
@@ -159,7 +171,7 @@ def _guarded(producer: Operation) -> bool:
 
 
 class FuseQuantIntoProducer(RewritePattern):
-    """Producer (norm / silu_and_mul) -> views -> quant(s)  =>  one fused op per quant."""
+    """Producer (norm / act-and-mul) -> views -> quant(s)  =>  one fused op per quant."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         family = FAMILIES.get(type(op))
@@ -208,7 +220,8 @@ class FuseQuantIntoProducer(RewritePattern):
         """Where the fused op that replaces residual_out may go: at the producer if the
         quant's scale operands are already defined there, else at the quant if every user
         of residual_out comes after it; None if neither."""
-        extras = [v for v in (quant.static_scale(), quant.scale_upper_bound()) if v is not None]
+        extras = [v for v in (quant.static_scale(), quant.scale_upper_bound(),
+                              quant.zero_point_operand()) if v is not None]
         if all(dominates(v, producer) for v in extras):
             return producer
         if all_before(quant, [u.operation for u in residual_out.uses]):
@@ -231,9 +244,11 @@ class FuseQuantIntoProducer(RewritePattern):
             "residual": None if fused_add is None else fused_add.residual,
             "weight": None if norm is None else norm.weight,
             "epsilon_value": None if norm is None else norm.epsilon_value,
+            "up": producer.up if isinstance(producer, vllm.ActAndMulOp) else None,
         }
         operands["scale"] = quant.static_scale() if scheme.static else None
         operands["scale_ub"] = quant.scale_upper_bound()
+        operands["zero_point"] = quant.zero_point_operand()
         scales = quant.computed_scales()
         residual_out = None if fused_add is None else fused_add.residual_out
         result_types = {
@@ -291,7 +306,7 @@ class RaiseResidualAdd(RewritePattern):
 
 @dataclass(frozen=True)
 class FuseNormQuantPass(ModulePass):
-    """Fuse rms_norm / fused_add_rms_norm / silu_and_mul with the quant of their output."""
+    """Fuse rms_norm / fused_add_rms_norm / the act-and-mul ops with the quant of their output."""
 
     name = "fuse-norm-quant"
 

@@ -9,6 +9,7 @@ pattern reads as a chain of `if (m := ...) is None: return None`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeGuard
 
 import torch
@@ -23,7 +24,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 
-from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, EnumAttr, NoneAttr, OperandRefAttr
+from vllm_xdsl.dialects.torch import (
+    CONSTANT_VALUE,
+    CallOp,
+    DtypeAttr,
+    EnumAttr,
+    GetAttrOp,
+    NoneAttr,
+    OperandRefAttr,
+)
 from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
 
 MISSING: Any = object()
@@ -213,3 +222,47 @@ def uses_after(value: SSAValue, anchor: Operation) -> bool:
 
 def in_block(block: Block | None, op: Operation) -> bool:
     return block is not None and op.parent_block() is block
+
+
+_CONSTANT_ARITHMETIC: dict[str, Callable[[Any, Any], torch.Tensor]] = {
+    "aten::sub.Tensor": torch.sub, "aten::add.Tensor": torch.add,
+    "aten::mul.Tensor": torch.mul, "aten::div.Tensor": torch.div,
+}
+
+
+def constant_value(value: Any, depth: int = 8) -> float | None:
+    """The value of a number, or of a 0-d tensor computed from recorded constants only
+    (`torch.get_attr` with a `torch.value`, `lift_fresh_copy`, casts, + - * /), evaluated
+    with torch in the graph's dtypes so that it is exactly what the graph computes."""
+    t = _constant_tensor(value, depth)
+    if t is None:
+        return None
+    return float(t.item()) if isinstance(t, torch.Tensor) else float(t)
+
+
+def _constant_tensor(value: Any, depth: int) -> torch.Tensor | float | None:
+    if is_number(value):
+        return float(value)
+    if not isinstance(value, OpResult) or depth <= 0 or shape(value) != ():
+        return None
+    op, dt = value.op, dtype(value)
+    if isinstance(op, GetAttrOp):
+        attr = op.attributes.get(CONSTANT_VALUE)
+        if not isinstance(attr, FloatAttr) or dt is None:
+            return None
+        return torch.tensor(attr.value.data, dtype=dt)
+    if not isinstance(op, CallOp):
+        return None
+    target = op.target.data
+    if target == "aten::lift_fresh_copy.default" or cast_of(value) is not None:
+        src = _constant_tensor(arg(op, 0), depth - 1)
+        if isinstance(src, torch.Tensor) and dt is not None:
+            return src.to(dt)
+        return None
+    if target in _CONSTANT_ARITHMETIC and (args := operands_of(op, 2)) is not None:
+        a, b = (_constant_tensor(x, depth - 1) for x in args)
+        if a is None or b is None or not any(isinstance(x, torch.Tensor) for x in (a, b)):
+            return None
+        out = _CONSTANT_ARITHMETIC[target](a, b)
+        return out if out.dtype == dt else None
+    return None

@@ -1,7 +1,7 @@
 """`raise-native`: recognise native decompositions in `torch.call` chains and raise them
 into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`,
 `vllm.static_scaled_fp8_quant`, `vllm.dynamic_per_token_scaled_fp8_quant`,
-`vllm.silu_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
+`vllm.silu_and_mul`, `vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
 that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` operand.
 
 A pattern replaces only the last value of a chain; intermediate values with other users
@@ -13,11 +13,13 @@ raise_quant.py and raise_silu.py. Three levels:
 
 - default: every rounding to a storage dtype (f16/bf16/fp8) happens where the contract
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
-  (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed silu);
+  (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed
+  silu and gelu);
 - `exact=true`: only forms that are bit-exact with the native contract;
 - `approx=true`: also forms that round at another point (the HF residual sum rounded to
-  f16/bf16 before the norm -> fused_add_rms_norm; an f16 quotient before fp8): within the
-  per-op OPS.md tolerance, but measurably different after fp8 layers downstream.
+  f16/bf16 before the norm -> fused_add_rms_norm): within the per-op OPS.md tolerance, but
+  measurably different after fp8 layers downstream. Quant forms need no level: each is
+  raised as the exact variant it computes (raise_quant.py, docs/OPS.md "Variants").
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
 |------------------------------------------------------------------|----------------------------|---------|
@@ -29,18 +31,22 @@ raise_quant.py and raise_silu.py. Three levels:
 | `x.float() + r.float()` before the norm (vLLM native), f32 `x + r` | fused_add_rms_norm         | exact   |
 | `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm         | approx  |
 | `x.float() * scale.reciprocal()` (f32 reciprocal), clamp(+-FMAX), fp8 | static_scaled_fp8_quant | exact   |
-| `x / scale` computed in f32                                      | static_scaled_fp8_quant    | default |
-| quotient rounded to f16 / to bf16 before fp8                     | static / never             | approx / - |
+| `x / scale` in f32, or rounded to f16/bf16 (+ a zero point)      | static, variant `div quotient ..` | exact |
 | `clamp_min(amax(abs(x)) / FMAX, 1/(FMAX*512))`, `x.float() / s`  | dynamic_per_token (+scale_ub) | exact |
-| same with `max(dim)`+unsqueeze, `* s.reciprocal()` (vLLM native) | dynamic_per_token          | default |
+| same with `max(dim)`+unsqueeze, `* s.reciprocal()` (vLLM native) | dynamic_per_token `recip`  | exact   |
+| compressed-tensors' bf16 scales, `where(s == 0, eps)`, int8 round | the OPS.md "Variants" rows | exact   |
+| per tensor, per group (`x.view(.., G, gs)`, ue8m0, vLLM's floor)  | dynamic / per_token_group  | exact   |
 | FMAX as a graph input (a float global under dynamic=True)         | -                          | never   |
 | `silu(x[..., :d]) * x[..., d:]`, slice/split/chunk, aten.silu    | silu_and_mul               | exact   |
+| `silu(gate) * up`, two tensors of one type (any rank)            | silu_and_mul up(...)       | exact   |
+| `aten.gelu(gate[, approximate="tanh"]) * up` (halves or two)     | gelu(_tanh)_and_mul        | exact   |
 | Inductor's decomposed silu (`xf / (1 + exp(-xf))`, `xf * sigmoid(xf)`) | silu_and_mul         | default |
+| Inductor's decomposed gelu / tanh gelu (raise_silu.py)           | gelu(_tanh)_and_mul        | default |
 
 Never raised (the meaning differs): a mean over another dim, no keepdim, eps added after
 the rsqrt, a non-scalar or negative eps, another power than 2, clamp bounds other than
 +-FMAX of the result's fp8 type (e4m3fn 448, e4m3fnuz 224), a reciprocal rounded to
-f16/bf16, swapped SiLU halves, a SiLU kept in f32 for the product, and any weight
+f16/bf16, an activation kept in f32 for the product, a broadcasting product, and any weight
 multiply whose rounding is not the contract's (an f32 weight on a bf16 norm output: the
 norm is raised and the multiply stays).
 """
@@ -61,7 +67,7 @@ from xdsl.pattern_rewriter import (
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
-from vllm_xdsl.transforms.raise_silu import RaiseSiluAndMul
+from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
 
 
 def erase_dead_calls(module: ModuleOp) -> int:
@@ -91,13 +97,13 @@ class RaiseNativePass(ModulePass):
     """Raise only forms that are bit-exact with the contract."""
 
     approx: bool = False
-    """Also raise forms that round at another point than the contract (f16/bf16 residual
-    sum, f16 quotient before fp8): within the per-op OPS.md tolerance, not bit-exact."""
+    """Also raise forms that round at another point than the contract (the f16/bf16
+    residual sum): within the per-op OPS.md tolerance, not bit-exact."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact
         patterns: list[RewritePattern] = [
-            p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseSiluAndMul)
+            p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
         erase_dead_calls(op)

@@ -1,23 +1,30 @@
-"""raise-native patterns for fp8 quantization -> `vllm.static_scaled_fp8_quant` /
-`vllm.dynamic_per_token_scaled_fp8_quant`.
+"""raise-native patterns for quantization -> the unfused `vllm.*_quant` ops, each with the
+exact variant its source computes (docs/OPS.md "Variants"; raise_quant_scale.py reads the
+dynamic scales).
 
-Both end in `clamp(v, -FMAX, FMAX).to(fp8)`, where FMAX belongs to the fp8 type of the
-result (448 for e4m3fn, 224 for e4m3fnuz, OPS.md); the clamp may be `clamp` or
-`clamp_min` + `clamp_max` and casts may sit anywhere in the chain. Before it:
+A quant ends in one of (bounds are numbers or 0-d constants, casts may sit anywhere):
 
-- static: `x / scale` or `x * reciprocal(scale)` with a `[1]` scale (f32 reciprocal);
-- dynamic per token: `x / s` (or `* reciprocal(s)`) with
-  `s = clamp_min(amax(abs(x), -1, keepdim) / FMAX, 1 / (FMAX * 512))`, FMAX a literal,
-  optionally `min(amax, scale_ub)` (`minimum` or `clamp(max=scale_ub)`) -> `scale_ub(...)`.
+- fp8: `clamp(v, -FMAX, FMAX).to(fp8)`, FMAX of the result's fp8 type (448 e4m3fn, 224
+  e4m3fnuz); `clamp` or `clamp_min` + `clamp_max`;
+- int8: `round(v)` and `clamp(-128, 127)` in either order (they commute for integer
+  bounds), then `.to(int8)`; or with no cast at all (compressed-tensors keeps the rounded
+  values in the activation dtype: the raised op's int8 `q` is cast back to that dtype).
 
-Rounding: the contract rounds once, from f32, to fp8. A chain that rounds the scaled value
-to f16 first differs only where f16 lands on an fp8 tie (measured 0.3 % of elements, within
-the OPS.md fp8 tolerance): another rounding point, raised only with `approx=true`. A bf16
-rounding (`y / scale` with bf16 `y`
-and a bf16 scale buffer) changes 2.3 % of elements, more than the 1 % the tolerance allows:
-not raised. A division instead of the contract's reciprocal multiply (or the reverse) is an
-f32-ulp difference: raised, as inexact. A per-token FMAX that is a graph input (a float
-global under dynamic=True) is not a constant we may assume: not raised.
+Before it, `v = (x / s)` or `x * reciprocal(s)` (an f32 reciprocal), optionally `+ zp` (a
+runtime zero point, per tensor or per token). Every rounding between the division and the
+clamp is read from the dtypes the chain passes through: the quotient's dtype (a bf16
+division rounds its f32 quotient to bf16) and the zero-point add's must be one dtype, the
+`quotient` variant. A rounding after the clamp commutes with it (the bounds are exact in
+every float dtype), so it counts as the quotient's. A scale rounded before the division (a
+0-d f32 scale divided into bf16 values) or two different narrow dtypes in one chain match
+no variant: not raised.
+
+The scale: a [1] value not computed here -> static; else raise_quant_scale.dynamic_scale
+(per tensor, per token, per group; the group form quantizes `x.view(..., G, gs)`). The
+dynamic scale's other users read the raised op's scales, reshaped to their shape.
+
+Any activation rank: a per-token scale of `[B, T, 1]` is the op's `[B*T, 1]` scales
+unflattened (at most one leading dimension may be dynamic).
 """
 
 from __future__ import annotations
@@ -25,178 +32,337 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, BoolAttr, Float64Type, FloatAttr, IntegerAttr, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
-from vllm_xdsl.dialects.vllm import DynamicPerTokenScaledFp8QuantOp, StaticScaledFp8QuantOp
-from vllm_xdsl.ops.scheme import fp8_max
+from vllm_xdsl.dialects.types import tensor_type
+from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
+from vllm_xdsl.ops.quant_variant import QuantVariant, Scaling
+from vllm_xdsl.ops.scheme import QuantScheme, quant_max
 from vllm_xdsl.transforms import raise_match as m
+from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
+from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
 
 F32 = torch.float32
+_CLAMPS = ("aten::clamp.default", "aten::clamp_min.default", "aten::clamp_max.default",
+           "aten::clamp.Tensor", "aten::clamp_min.Tensor", "aten::clamp_max.Tensor")
 
 
-def _f32(v: float) -> float:
-    return torch.tensor(v, dtype=F32).item()
+def _narrow(v: SSAValue) -> torch.dtype | None:
+    d = m.dtype(v)
+    return d if d is not None and m.MANTISSA_BITS.get(d, 99) < m.MANTISSA_BITS[F32] else None
 
 
-def _saturated(v: SSAValue, fmax: float) -> tuple[SSAValue, int] | None:
-    """(scaled value, fewest mantissa bits it is rounded to) below `clamp(±fmax)` + casts."""
-    lo = hi = False
-    bits = m.MANTISSA_BITS.get(m.dtype(v), -1)
+@dataclass
+class _Saturation:
+    """What the walk from the quantized value back to the clamped value found."""
+
+    value: SSAValue  # the value below the clamp, casts and round
+    rounded: set[torch.dtype]  # narrow dtypes between it and the clamp (it included)
+    rounds: int = 0
+    lo: bool = False
+    hi: bool = False
+
+
+def _clamp_bounds(op: CallOp) -> tuple[object, object] | None:
+    kind = op.target.data.split("::")[1].split(".")[0]
+    if kind == "clamp":
+        return m.arg(op, 1, "min", None), m.arg(op, 2, "max", None)
+    if kind == "clamp_min":
+        return m.arg(op, 1, "min"), None
+    return None, m.arg(op, 1, "max")
+
+
+def _saturated(v: SSAValue, lo: float, hi: float, int8: bool) -> _Saturation | None:
+    """Walk up casts, the clamp (bounds lo/hi) and, for int8, one round."""
+    sat = _Saturation(v, set())
     while True:
+        if int8 and sat.rounds == 0:
+            sat.rounded.clear()  # after the round the values are integers: exact anywhere
+        if (n := _narrow(v)) is not None:
+            sat.rounded.add(n)
         if (c := m.cast_of(v)) is not None:
             v = c[0]
-        elif (op := m.call_of(v, "aten::clamp.default", "aten::clamp_min.default",
-                              "aten::clamp_max.default")) is not None:
-            kind = op.target.data.split("::")[1].split(".")[0]
-            x = m.arg(op, 0)
-            bounds = {
-                "clamp": (m.arg(op, 1, "min", None), m.arg(op, 2, "max", None)),
-                "clamp_min": (m.arg(op, 1, "min"), None),
-                "clamp_max": (None, m.arg(op, 1, "max")),
-            }[kind]
-            if not isinstance(x, SSAValue) or bounds == (None, None):
+            continue
+        if int8 and (r := m.call_of(v, "aten::round.default")) is not None and sat.rounds == 0:
+            src = m.arg(r, 0)
+            if not isinstance(src, SSAValue) or m.kwarg_names(r):
                 return None
-            if bounds[0] is not None:
-                if lo or not m.is_number(bounds[0]) or bounds[0] != -fmax:
-                    return None
-                lo = True
-            if bounds[1] is not None:
-                if hi or not m.is_number(bounds[1]) or bounds[1] != fmax:
-                    return None
-                hi = True
-            v = x
-        else:
+            sat.rounds, v = 1, src
+            continue
+        op = m.call_of(v, *_CLAMPS)
+        if op is None:
             break
-        bits = min(bits, m.MANTISSA_BITS.get(m.dtype(v), -1))
-    return (v, bits) if lo and hi else None
+        bounds, x = _clamp_bounds(op), m.arg(op, 0)
+        if bounds is None or bounds == (None, None) or not isinstance(x, SSAValue):
+            return None
+        for bound, want, seen in ((bounds[0], lo, "lo"), (bounds[1], hi, "hi")):
+            if bound is None:
+                continue
+            if getattr(sat, seen) or m.constant_value(bound) != want:
+                return None
+            setattr(sat, seen, True)
+        v = x
+    sat.value = v
+    if int8 and sat.rounds == 0:
+        return None
+    return sat if sat.lo and sat.hi else None
 
 
-def _scaled(v: SSAValue) -> tuple[SSAValue, SSAValue, bool] | None:
-    """(x, s, is_reciprocal_mul) for `x / s` or `x * reciprocal(s)` (reciprocal in f32)."""
+def _exactly_converted(inputs: list[SSAValue], out: SSAValue) -> bool:
+    """Every input converts to the op's dtype without rounding (torch computes in it)."""
+    d = m.dtype(out)
+    return all((m.dtype(i), d) in m.EXACT_WIDENING for i in inputs)
+
+
+def _quotient(v: SSAValue) -> tuple[SSAValue, SSAValue, Scaling, set[torch.dtype]] | None:
+    """(numerator, scale, "div"/"recip", narrow dtypes from the division up to v)."""
+    rounded: set[torch.dtype] = set()
+    while True:
+        if (n := _narrow(v)) is not None:
+            rounded.add(n)
+        c = m.cast_of(v)
+        if c is None:
+            break
+        v = c[0]
     op = m.call_of(v, "aten::div.Tensor", "aten::mul.Tensor")
     args = None if op is None else m.operands_of(op, 2)
     if op is None or args is None or not all(isinstance(a, SSAValue) for a in args):
         return None
     if op.target.data == "aten::div.Tensor":
-        return args[0], args[1], False
+        return (args[0], args[1], "div", rounded) if _exactly_converted(args, v) else None
     for xs, r in (args, args[::-1]):
         rec = m.call_of(r, "aten::reciprocal.default")
-        if rec is not None and m.dtype(r) == F32 and isinstance(s := m.arg(rec, 0), SSAValue):
-            return xs, s, True
+        s = None if rec is None else m.arg(rec, 0)
+        if rec is not None and m.dtype(r) == F32 and isinstance(s, SSAValue):
+            if _exactly_converted([xs, r], v) and _exactly_converted([s], r):
+                return xs, s, "recip", rounded
     return None
 
 
-def _row_absmax_of(a: SSAValue) -> SSAValue | None:
-    """x for `amax(abs(x), -1, keepdim=True)` (also `max(abs(x), -1)` + unsqueeze), any casts."""
-    a = m.widened_from(a)
-    if (am := m.call_of(a, "aten::amax.default")) is not None:
-        ab, dims, keep = m.arg(am, 0), m.arg(am, 1, "dim"), m.arg(am, 2, "keepdim", False)
-        ok = isinstance(ab, SSAValue) and keep is True and isinstance(dims, list) and len(dims) == 1
-        if not ok or not m.is_last_dim(dims[0], ab):
-            return None
-    else:
-        keep = True
-        if (un := m.call_of(a, "aten::unsqueeze.default")) is not None:
-            keep, a = False, m.arg(un, 0)
-            if not m.is_last_dim(m.arg(un, 1), un.results[0]):
-                return None
-        mx = m.call_of(a, "aten::max.dim")
-        if mx is None or a is not mx.results[0]:
-            return None
-        ab = m.arg(mx, 0)
-        if not isinstance(ab, SSAValue) or not m.is_last_dim(m.arg(mx, 1), ab):
-            return None
-        if m.arg(mx, 2, "keepdim", False) is not keep:
-            return None
-    absop = m.call_of(ab, "aten::abs.default")
-    x = None if absop is None else m.arg(absop, 0)
-    return m.widened_from(x) if isinstance(x, SSAValue) else None
+def _zero_point(v: SSAValue, x_shape: tuple[int, ...] | None) -> tuple[SSAValue, SSAValue] | None:
+    """(y, zp) for `y + zp` with zp per tensor or per token (the smaller operand)."""
+    op = m.call_of(v, "aten::add.Tensor")
+    args = None if op is None else m.operands_of(op, 2)
+    if args is None or not all(isinstance(a, SSAValue) for a in args):
+        return None
+    for y, zp in (args, args[::-1]):
+        zs = m.shape(zp)
+        if m.shape(y) == x_shape and zs is not None and x_shape is not None and (
+            zs in ((), (1,)) or zs == (*x_shape[:-1], 1)
+        ):
+            return y, zp
+    return None
 
 
-def _upper_bound(a: SSAValue) -> tuple[SSAValue, SSAValue | None]:
-    """(a0, ub) for `minimum(a0, ub)` / `clamp(a0, max=ub)` with a [1] float ub, else (a, None)."""
-    op = m.call_of(a, "aten::minimum.default", "aten::clamp_max.Tensor", "aten::clamp.Tensor")
-    if op is None or m.kwarg_names(op) - {"min", "max"}:
-        return a, None
-    a0 = m.arg(op, 0)
-    if op.target.data == "aten::clamp.Tensor":
-        if m.arg(op, 1, "min", None) is not None:
-            return a, None
-        ub = m.arg(op, 2, "max", None)
-    else:
-        ub = m.arg(op, 1, "max" if op.target.data.startswith("aten::clamp") else "other")
-    if not (isinstance(a0, SSAValue) and isinstance(ub, SSAValue)) or m.dtype(a) != F32:
-        return a, None
-    if m.shape(ub) != (1,) or m.dtype(ub) not in m.MANTISSA_BITS:
-        return a, None
-    return a0, ub
-
-
-def _token_scale(s: SSAValue, fmax: float) -> tuple[SSAValue | None, SSAValue | None]:
-    """(x, scale_ub) for `s = clamp_min(min(absmax_row(x), ub?) / fmax, 1 / (fmax * 512))`."""
-    none = (None, None)
-    op = m.call_of(s, "aten::clamp_min.default", "aten::clamp.default")
-    if op is None or m.dtype(s) != F32 or not isinstance(d := m.arg(op, 0), SSAValue):
-        return none
-    lo = m.arg(op, 1, "min", None)
-    hi = None if op.target.data.startswith("aten::clamp_min") else m.arg(op, 2, "max", None)
-    if hi is not None or not m.is_number(lo) or _f32(lo) != _f32(1.0 / (fmax * 512.0)):
-        return none
-    div = m.call_of(d, "aten::div.Tensor")
-    args = None if div is None else m.operands_of(div, 2)
-    if args is None or not isinstance(args[0], SSAValue) or not m.is_number(args[1]):
-        return none
-    if args[1] != fmax or m.dtype(args[0]) != F32:
-        return none
-    a, ub = _upper_bound(args[0])
-    return _row_absmax_of(a), ub
+def _grouped(xs: SSAValue) -> tuple[SSAValue, int] | None:
+    """(x, group size) when the numerator is `x.view(..., G, gs)` (x's last dim split)."""
+    v = m.widened_from(xs)
+    op = m.call_of(v, "aten::view.default", "aten::reshape.default", "aten::unflatten.int",
+                   "aten::_unsafe_view.default")
+    src = None if op is None else m.arg(op, 0)
+    if not isinstance(src, SSAValue) or m.rank(v) < 3 or m.rank(src) < 1:
+        return None
+    vs, ss = m.shape(v), m.shape(src)
+    assert vs is not None and ss is not None
+    if DYNAMIC_INDEX in (vs[-1], vs[-2], ss[-1]) or vs[-2] * vs[-1] != ss[-1]:
+        return None  # the last dim split into G groups of gs (leading dims may flatten)
+    return m.widened_from(src), vs[-1]
 
 
 @dataclass
-class RaiseFp8Quant(RewritePattern):
-    exact: bool = False
+class RaiseQuant(RewritePattern):
+    """Every quant form of the module doc -> its unfused op with the exact variant."""
+
+    exact: bool = False  # every raise here is exact: both levels raise the same
     approx: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
-        q = op.results[0] if len(op.results) == 1 else None
-        if q is None or (c := m.cast_of(q)) is None or c[1] not in m.FP8_DTYPES:
+        if len(op.results) != 1:
             return
-        fmax = fp8_max(c[1])
-        sat = _saturated(c[0], fmax)
-        scaled = None if sat is None else _scaled(sat[0])
-        if sat is None or scaled is None:
+        q = op.results[0]
+        c = m.cast_of(q)
+        if c is not None and c[1] in m.FP8_DTYPES + (torch.int8,):
+            qdtype, start = c[1], c[0]
+        elif op.target.data == "aten::round.default" and not _cast_to_int8_follows(q):
+            qdtype, start = torch.int8, q  # compressed-tensors: rounded, never cast
+        else:
             return
-        v, bits = sat
-        xs, s, reciprocal = scaled
-        if bits < m.MANTISSA_BITS[torch.float16] or m.shape(xs) != m.shape(q):
-            return  # rounded to bf16 (or to something unknown) before fp8
-        if bits < m.MANTISSA_BITS[F32] and not self.approx:
-            return  # rounded to f16 before fp8: another rounding point
-        x = m.widened_from(xs)
-        if m.dtype(x) not in m.ACTIVATION_DTYPES:
-            return
-        exact = bits >= m.MANTISSA_BITS[F32]
-        if m.shape(s) == (1,) and m.dtype(s) in m.MANTISSA_BITS:  # static: reciprocal multiply
-            if self.exact and not (exact and reciprocal):
-                return
-            rewriter.replace(op, StaticScaledFp8QuantOp(operands=[x, s], result_types=[q.type]))
-            return
-        # dynamic per token: the contract divides
-        if self.exact and not (exact and not reciprocal):
-            return
-        if m.rank(x) != 2 or m.dtype(s) != F32:
-            return
-        source, ub = _token_scale(s, fmax)
-        if source is not x:
-            return
-        new = DynamicPerTokenScaledFp8QuantOp.build(
-            operands=[x, [] if ub is None else [ub]], result_types=[q.type, s.type]
+        plan = _plan(q, qdtype, start)
+        if plan is not None:
+            _rewrite(op, q, qdtype, plan, rewriter)
+
+
+def _cast_to_int8_follows(q: SSAValue) -> bool:
+    """The round's value is cast to int8: the cast is the end of that quant, not the round."""
+    for use in q.uses:
+        results = use.operation.results
+        c = m.cast_of(results[0]) if len(results) == 1 else None
+        if c is not None and c[1] == torch.int8:
+            return True
+    return False
+
+
+@dataclass
+class _Plan:
+    x: SSAValue
+    scheme: QuantScheme
+    scale: SSAValue | None  # static
+    zp: SSAValue | None
+    dyn: DynamicScale | None
+    group_shape: tuple[int, ...] | None  # the grouped q shape, to view the result back
+
+
+def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
+    int8 = qdtype == torch.int8
+    qmax = quant_max(qdtype)
+    lo, hi = (-128.0, 127.0) if int8 else (-qmax, qmax)
+    sat = _saturated(start, lo, hi, int8)
+    if sat is None:
+        return None
+    v, after = sat.value, sat.rounded
+    quotient = _quotient(v)
+    zp = None
+    if quotient is None:
+        q_shape = m.shape(q)
+        split = _zero_point(v, q_shape)
+        if split is None or (quotient := _quotient(split[0])) is None:
+            return None
+        zp = split[1]
+        if not _exactly_converted([split[0]], v):
+            return None
+    xs, s, scaling, before = quotient
+    if zp is not None:
+        if before != after or len(after) > 1:
+            return None  # the quotient and the zero-point sum round to different dtypes
+    else:
+        before = before | after
+    if len(before) > 1:
+        return None
+    qd = next(iter(before)) if before else F32
+    if zp is not None and m.dtype(v) != qd and (m.dtype(zp), qd) not in m.EXACT_WIDENING:
+        return None  # torch adds zp as the sum's dtype holds it; the variant as qd holds it
+    grouped = _grouped(xs)
+    x = grouped[0] if grouped else m.widened_from(xs)
+    if m.dtype(x) not in m.ACTIVATION_DTYPES or m.shape(xs) != m.shape(q):
+        return None
+    dyn = dynamic_scale(s, xs, qmax, not int8, grouped is not None)
+    if dyn is None and (grouped is not None or m.shape(s) != (1,) or m.dtype(s) not in
+                        m.MANTISSA_BITS):
+        return None
+    if dyn is not None and zp is not None and dyn.granularity == "group":
+        return None
+    for value in (q if grouped else None, None if dyn is None else dyn.scale):
+        if value is not None and sum(d == DYNAMIC_INDEX for d in m.shape(value) or ()) > 1:
+            return None  # reshaped back to that shape: at most one dynamic dim
+    if dyn is None:
+        variant = QuantVariant(scaling, qd)
+    else:
+        variant = QuantVariant(scaling, qd, dyn.scale_dtype, dyn.floor, dyn.floor_eps,
+                               dyn.scale_range)
+    try:
+        scheme = QuantScheme(
+            qdtype, dyn is None, "tensor" if dyn is None else dyn.granularity,
+            0 if grouped is None else grouped[1], False,
+            dyn is not None and dyn.use_ue8m0, 1e-10 if dyn is None else dyn.group_eps, variant,
         )
-        rewriter.replace(op, new, [new.results[0]])
-        rewriter.replace_uses_with_if(s, new.results[1], lambda use: m.is_before(new, use.operation))
+    except ValueError:
+        return None
+    return _Plan(x, scheme, m.widened_from(s) if dyn is None else None, zp, dyn,
+                 m.shape(q) if grouped else None)
 
 
-QUANT_PATTERNS = (RaiseFp8Quant,)
+def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
+             rewriter: PatternRewriter) -> None:
+    x_shape = meta(plan.x)[1]
+    scheme, dyn = plan.scheme, plan.dyn
+    q_type = tensor_type(qdtype, x_shape)
+    props: dict[str, Attribute] = {}
+    if not scheme.variant.is_default:
+        props["variant"] = QuantVariantAttr.from_variant(scheme.variant)
+    zp = [] if plan.zp is None else [plan.zp]
+    sd = scheme.variant.scale_dtype
+    tokens = _tokens(x_shape[:-1])
+    new: Operation
+    if dyn is None:
+        cls = vllm.StaticScaledFp8QuantOp if scheme.is_fp8 else vllm.StaticScaledInt8QuantOp
+        assert plan.scale is not None
+        new = cls.build(operands=[plan.x, plan.scale, zp], result_types=[q_type],
+                        properties=props)
+    elif scheme.granularity == "tensor":
+        new = vllm.DynamicScaledFp8QuantOp.build(
+            operands=[plan.x, zp], result_types=[q_type, tensor_type(sd, (1,))], properties=props)
+    elif scheme.granularity == "token":
+        if not _unflattenable(x_shape):
+            return
+        token_cls = (vllm.DynamicPerTokenScaledFp8QuantOp if scheme.is_fp8
+                     else vllm.DynamicPerTokenScaledInt8QuantOp)
+        ub = [] if dyn.scale_ub is None else [dyn.scale_ub]
+        operands: list[SSAValue | list[SSAValue]] = (
+            [plan.x, ub, zp] if scheme.is_fp8 else [plan.x, zp])
+        new = token_cls.build(operands=operands, result_types=[q_type, tensor_type(sd, (tokens, 1))],
+                        properties=props)
+    else:
+        if not _unflattenable(x_shape):
+            return
+        hidden = x_shape[-1]
+        assert hidden is not None  # _grouped split a static last dim
+        groups = hidden // scheme.group_size
+        props["group_size"] = IntegerAttr(scheme.group_size, i64)
+        if scheme.use_ue8m0:
+            props["use_ue8m0"] = BoolAttr.from_bool(True)
+        if scheme.group_eps != 1e-10:
+            props["eps"] = FloatAttr(scheme.group_eps, Float64Type())
+        new = vllm.PerTokenGroupFp8QuantOp.build(
+            operands=[plan.x, []], result_types=[q_type, tensor_type(sd, (tokens, groups))],
+            properties=props)
+    try:
+        new.verify()
+    except VerifyException:
+        return  # a form this module reads but the op cannot state: leave it
+    b = TorchBuilder()
+    qv: SSAValue = new.results[0]
+    if plan.group_shape is not None:
+        qv = _reshaped(b, qv, plan.group_shape)
+    if m.dtype(q) != qdtype:  # compressed-tensors' int8: the rounded values in a float dtype
+        float_dtype = m.dtype(q)
+        assert float_dtype is not None
+        qv = b.convert(qv, float_dtype)
+    users = [] if dyn is None else list(dyn.scale.uses)
+    scales = None if dyn is None else _reshaped(b, new.results[1], m.shape(dyn.scale))
+    rewriter.insert([new, *b.ops], InsertPoint.before(op))
+    rewriter.replace(op, [], [qv])
+    for use in users:  # the source scale's users after the quant read the op's scales
+        if scales is not None and m.is_before(new, use.operation):
+            use.operation.operands[use.index] = scales
+
+
+def _tokens(leading: tuple[int | None, ...]) -> int | None:
+    n: int | None = 1
+    for d in leading:
+        n = None if d is None or n is None else n * d
+    return n
+
+
+def _reshaped(b: TorchBuilder, v: SSAValue, shape: tuple[int, ...] | None) -> SSAValue:
+    """`v.reshape(shape)` (at most one dynamic dim, as -1); v itself if already that shape."""
+    assert shape is not None
+    target = tuple(None if d == DYNAMIC_INDEX else d for d in shape)
+    if meta(v)[1] == target:
+        return v
+    return b.call("aten::reshape.default", v, [-1 if d is None else d for d in target],
+                  shape=target)
+
+
+def _unflattenable(x_shape: tuple[int | None, ...]) -> bool:
+    """[B*T, 1] scales can be reshaped back to x's leading dims (one dynamic at most)."""
+    return sum(d is None for d in x_shape[:-1]) <= 1
+
+
+QUANT_PATTERNS = (RaiseQuant,)

@@ -1,26 +1,44 @@
-"""raise-native pattern for SiLU-and-mul: `silu(x[..., :d]) * x[..., d:]` -> `vllm.silu_and_mul`.
+"""raise-native pattern for the act-and-mul family: `act(gate) * up` -> `vllm.<act>_and_mul`.
 
-The halves may come from `slice`, `split` or `chunk` (which AOTAutograd turns into
-`split`), and SiLU may be `aten.silu` or Inductor's decomposition
-`(xf / (1 + exp(-xf))).to(D)` (also `xf * sigmoid(xf)`). The contract computes SiLU and
-the product in the dtype of x, as `aten.silu` does (fp32 inside, rounded to D), so the
-result of the SiLU and of the product must both have x's dtype. The hidden size must be
-static (2d) so the halves are provably the two halves.
+The activation is SiLU, GELU (erf) or GELU (tanh), as `aten.silu` / `aten.gelu(approximate=
+"none" | "tanh")` or as Inductor's decompositions of them, computed in f32 and rounded back
+to the activation dtype D:
+
+- silu: `gf / (1 + exp(-gf))` (also `gf * sigmoid(gf)`);
+- gelu: `(gf * 0.5) * (1 + erf(gf * M_SQRT1_2))`;
+- gelu tanh: `(gf * 0.5) * (1 + tanh((gf + gf * gf * gf * 0.044715) * sqrt(2 / pi)))`;
+
+(products and sums in either operand order). The contract computes the activation and the
+product in D, as torch does (f32 inside, rounded to D once each), so the activation's result
+and the product must both have D, the dtype of gate and up. The decomposed forms round at
+the same points but are not bit-exact: exp, erf, tanh and the division differ from torch's
+vectorised kernels by f32 ulps (the default level; `exact=true` takes aten ops only).
+
+Gate and up: when they are the two halves of one tensor's static last dimension (slice,
+split, chunk) the op takes that tensor (`vllm.silu_and_mul %x`); otherwise any two tensors
+of one type, of any rank (`vllm.silu_and_mul %gate up(%up : ...)`), which also covers the
+halves in swapped order. Broadcasting products are not raised.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from vllm_xdsl.dialects.torch import CallOp
-from vllm_xdsl.dialects.vllm import SiluAndMulOp
+from vllm_xdsl.dialects.vllm import OPS_BY_NAME
 from vllm_xdsl.transforms import raise_match as m
 
-_I64_MAX = 2**63 - 1
+# activation -> its op; the constants of torch's gelu formulas (as f32 literals).
+_OP_OF = {"silu": "silu_and_mul", "gelu": "gelu_and_mul", "gelu_tanh": "gelu_tanh_and_mul"}
+_SQRT1_2 = 0.70710678118654757
+_SQRT_2_OVER_PI = 0.79788456080286541
+_TANH_CUBIC = 0.044715
 
 
 def _half(v: SSAValue) -> tuple[SSAValue, int] | None:
@@ -59,46 +77,91 @@ def _half(v: SSAValue) -> tuple[SSAValue, int] | None:
     return x, v.index
 
 
-def _silu_input(v: SSAValue) -> tuple[SSAValue, bool] | None:
-    """(g, exact) if v is silu(g) computed as aten.silu does (in f32 for f16/bf16, rounded
-    to g's dtype). The decomposed forms are not bit-exact: exp and the division differ
-    from aten.silu's vectorised kernel by f32 ulps."""
+def _aten_activation(v: SSAValue) -> tuple[SSAValue, str] | None:
+    """(g, activation) for `aten.silu(g)` / `aten.gelu(g, approximate=...)`."""
     if (op := m.call_of(v, "aten::silu.default")) is not None:
         g = m.arg(op, 0)
-        return (g, True) if isinstance(g, SSAValue) and len(op.args.data) == 1 else None
+        return (g, "silu") if isinstance(g, SSAValue) and len(op.args.data) == 1 else None
+    if (op := m.call_of(v, "aten::gelu.default")) is not None:
+        g, approximate = m.arg(op, 0), m.arg(op, 1, "approximate", default="none")
+        if not isinstance(g, SSAValue) or m.kwarg_names(op) - {"approximate"}:
+            return None
+        return {"none": (g, "gelu"), "tanh": (g, "gelu_tanh")}.get(approximate)
+    return None
+
+
+def _activation_input(v: SSAValue) -> tuple[SSAValue, str, bool] | None:
+    """(g, activation, exact) if v is act(g) computed as torch does (in f32 for f16/bf16,
+    rounded to g's dtype)."""
+    if (found := _aten_activation(v)) is not None:
+        return (*found, True)
     d = m.dtype(v)
     inner = v
     if (c := m.cast_of(v)) is not None:
         inner = c[0]
     if m.dtype(inner) != torch.float32:
         return None
-    gf = _decomposed_silu(inner)
-    if gf is None:
-        return None
-    g = m.as_f32_of(gf)
-    if g is None or m.dtype(g) != d:
-        return None
-    return g, False
+    for activation, match in _DECOMPOSED.items():
+        if (gf := match(inner)) is not None:
+            g = m.as_f32_of(gf)
+            return (g, activation, False) if g is not None and m.dtype(g) == d else None
+    return None
 
 
-def _decomposed_silu(v: SSAValue) -> SSAValue | None:
-    """gf for `gf / (1 + exp(-gf))` or `gf * sigmoid(gf)` (in f32)."""
-    if (div := m.call_of(v, "aten::div.Tensor")) is not None:
-        args = m.operands_of(div, 2)
-        if args is None or not isinstance(args[0], SSAValue):
-            return None
+# --- Inductor's decompositions, in f32 ---------------------------------------------------------
+
+
+def _is_f32(v: Any, c: float) -> bool:
+    """v is a number whose f32 value is c's (torch multiplies an f32 tensor by f32(v))."""
+    pack = struct.Struct("f")
+    return m.is_number(v) and pack.pack(float(v)) == pack.pack(c)
+
+
+def _binary(v: Any, target: str) -> list[Any] | None:
+    op = m.call_of(v, target) if isinstance(v, SSAValue) else None
+    return None if op is None else m.operands_of(op, 2)
+
+
+def _times(v: Any, c: float) -> Any:
+    """a for `a * c` or `c * a` (c a literal), else None."""
+    args = _binary(v, "aten::mul.Tensor")
+    if args is not None:
+        for a, k in (args, args[::-1]):
+            if _is_f32(k, c) and isinstance(a, SSAValue):
+                return a
+    return None
+
+
+def _one_plus(v: Any, target: str) -> Any:
+    """The argument of `target(a)` for `target(a) + 1` (either order), else None."""
+    args = _binary(v, "aten::add.Tensor")
+    if args is not None:
+        for f, one in (args, args[::-1]):
+            op = m.call_of(f, target) if isinstance(f, SSAValue) else None
+            if op is not None and one == 1 and len(op.args.data) == 1:
+                return m.arg(op, 0)
+    return None
+
+
+def _half_times(v: SSAValue, inner: str) -> tuple[SSAValue, Any] | None:
+    """(gf, a) for `(gf * 0.5) * (1 + inner(a))`, either order."""
+    args = _binary(v, "aten::mul.Tensor")
+    if args is not None:
+        for h, s in (args, args[::-1]):
+            gf, a = _times(h, 0.5), _one_plus(s, inner)
+            if gf is not None and a is not None:
+                return gf, a
+    return None
+
+
+def _silu(v: SSAValue) -> SSAValue | None:
+    """gf for `gf / (1 + exp(-gf))` or `gf * sigmoid(gf)`."""
+    if (args := _binary(v, "aten::div.Tensor")) is not None:
         gf, den = args
-        add = m.call_of(den, "aten::add.Tensor") if isinstance(den, SSAValue) else None
-        add_args = None if add is None else m.operands_of(add, 2)
-        if add_args is None or add_args[1] != 1:
-            return None
-        exp = m.call_of(add_args[0], "aten::exp.default")
-        neg = None if exp is None else m.call_of(m.arg(exp, 0), "aten::neg.default")
+        e = _one_plus(den, "aten::exp.default")
+        neg = m.call_of(e, "aten::neg.default") if isinstance(e, SSAValue) else None
         return gf if neg is not None and m.arg(neg, 0) is gf else None
-    if (mul := m.call_of(v, "aten::mul.Tensor")) is not None:
-        args = m.operands_of(mul, 2)
-        if args is None:
-            return None
+    if (args := _binary(v, "aten::mul.Tensor")) is not None:
         for gf, s in (args, args[::-1]):
             sig = m.call_of(s, "aten::sigmoid.default") if isinstance(s, SSAValue) else None
             if sig is not None and m.arg(sig, 0) is gf:
@@ -106,8 +169,41 @@ def _decomposed_silu(v: SSAValue) -> SSAValue | None:
     return None
 
 
+def _gelu(v: SSAValue) -> SSAValue | None:
+    found = _half_times(v, "aten::erf.default")
+    return found[0] if found is not None and _times(found[1], _SQRT1_2) is found[0] else None
+
+
+def _gelu_tanh(v: SSAValue) -> SSAValue | None:
+    found = _half_times(v, "aten::tanh.default")
+    if found is None:
+        return None
+    gf, a = found
+    args = _binary(_times(a, _SQRT_2_OVER_PI), "aten::add.Tensor")  # gf + c * gf^3
+    if args is None:
+        return None
+    for x, cubic in (args, args[::-1]):
+        if x is gf and _is_cube(_times(cubic, _TANH_CUBIC), gf):
+            return gf
+    return None
+
+
+def _is_cube(v: Any, gf: SSAValue) -> bool:
+    """v is `gf * gf * gf` (as `(gf * gf) * gf`, either order)."""
+    args = _binary(v, "aten::mul.Tensor")
+    if args is None:
+        return False
+    for sq, x in (args, args[::-1]):
+        if x is gf and _binary(sq, "aten::mul.Tensor") == [gf, gf]:
+            return True
+    return False
+
+
+_DECOMPOSED = {"silu": _silu, "gelu": _gelu, "gelu_tanh": _gelu_tanh}
+
+
 @dataclass
-class RaiseSiluAndMul(RewritePattern):
+class RaiseActAndMul(RewritePattern):
     exact: bool = False
     approx: bool = False
 
@@ -119,19 +215,21 @@ class RaiseSiluAndMul(RewritePattern):
         for s, u in (args, args[::-1]):
             if not (isinstance(s, SSAValue) and isinstance(u, SSAValue)):
                 return
-            silu = _silu_input(s)
-            if silu is None or (self.exact and not silu[1]):
+            found = _activation_input(s)
+            if found is None or (self.exact and not found[2]):
                 continue
-            first, second = _half(silu[0]), _half(u)
-            if first is None or second is None or first[0] is not second[0]:
+            g, activation, _ = found
+            dt = m.dtype(g)
+            if dt not in m.ACTIVATION_DTYPES or not all(m.dtype(v) == dt for v in (s, u, out)):
                 continue
-            if (first[1], second[1]) != (0, 1):
+            if not (m.shape(g) == m.shape(u) == m.shape(out)):  # no broadcasting
                 continue
-            x = second[0]
-            dt = m.dtype(x)
-            if dt not in m.ACTIVATION_DTYPES or m.dtype(s) != dt or m.dtype(out) != dt:
-                continue
-            if m.shape(out) != m.shape(u):
-                continue
-            rewriter.replace(op, SiluAndMulOp(operands=[x], result_types=[out.type]))
+            first, second = _half(g), _half(u)
+            cls = OPS_BY_NAME[_OP_OF[activation]]
+            if first is not None and second is not None and first[0] is second[0] \
+                    and (first[1], second[1]) == (0, 1):
+                new = cls.build(operands=[first[0], []], result_types=[out.type])
+            else:
+                new = cls.build(operands=[g, [u]], result_types=[out.type])
+            rewriter.replace(op, new)
             return

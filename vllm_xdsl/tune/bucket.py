@@ -18,7 +18,9 @@ import torch
 from vllm_xdsl.ops.impl import TensorMeta
 
 # Arguments whose leading dims are the tokens (flattened to one dim T when measuring).
-TOKEN_ARGS = ("x", "residual")
+TOKEN_ARGS = ("x", "residual", "up")
+# Optional arguments an op gained after tables were written: absent from a key when absent.
+_LATER_OPTIONAL = ("up",)
 # Values used for synthetic measuring inputs (as the OPS.md grid: |x| ~ 3, scale 0.02).
 _X_SCALE = 3.0
 _STATIC_SCALE = 0.02
@@ -90,7 +92,9 @@ def bucket_of(op: str, meta: Mapping[str, Any], target: str, tokens: int | None 
     tokens = token_count(meta) if tokens is None else tokens
     if tokens is None:
         raise ValueError(f"{op}: the token count is unknown (a bucket needs one)")
-    shape = " ".join(_describe(k, v) for k, v in meta.items())
+    shape = " ".join(
+        _describe(k, v) for k, v in meta.items() if not (k in _LATER_OPTIONAL and v is None)
+    )
     return Bucket(op, target, token_bucket(tokens), shape)
 
 

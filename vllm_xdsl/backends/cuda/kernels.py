@@ -17,6 +17,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.build import BuildError, ToolchainMissing, Vendor
+from vllm_xdsl.ops.activations import activation_of, gate_and_up
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
@@ -148,15 +149,23 @@ class Kernels:
             return x, residual
         return out2.view(x.shape), ro2.view(x.shape)
 
-    def silu_and_mul(self, x: Tensor) -> Tensor:
-        lib, stream = self._prepare("silu_and_mul", x)
-        d = x.shape[-1] // 2
-        if x.shape[-1] != 2 * d:
-            raise ValueError(f"silu_and_mul: last dimension {x.shape[-1]} is not even")
-        x2 = _rows(x)
+    @staticmethod
+    def _act_rows(op: str, x: Tensor, up: Tensor | None) -> tuple[Tensor, Tensor | None, int, int]:
+        """x and up as [T, ...] rows, the code of op's activation and the output width d."""
+        act = activation_of(op)
+        if act is None:
+            raise ValueError(f"{op} is not an act-and-mul op")
+        gate, _ = gate_and_up(op.removesuffix("_quant"), x, up)  # the native's checks
+        return _rows(x), None if up is None else _rows(up), L.ACTIVATION_CODES[act], gate.shape[-1]
+
+    def act_and_mul(self, op: str, x: Tensor, up: Tensor | None = None) -> Tensor:
+        """`op` (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul) on x, or on x and up."""
+        lib, stream = self._prepare(op, x, up)
+        x2, u2, act, d = self._act_rows(op, x, up)
         out = torch.empty((*x.shape[:-1], d), dtype=x.dtype, device=x.device)
-        lib.call("vx_silu_and_mul", out.data_ptr(), x2.data_ptr(), x2.shape[0], d, x2.stride(0),
-                 self._dtype(x, "silu_and_mul"), stream, op="silu_and_mul")
+        lib.call("vx_act_and_mul", out.data_ptr(), x2.data_ptr(), _ptr(u2), x2.shape[0], d,
+                 x2.stride(0), 0 if u2 is None else u2.stride(0), act, self._dtype(x, op),
+                 stream, op=op)
         return out
 
     # --- quantization -------------------------------------------------------------------
@@ -215,13 +224,13 @@ class Kernels:
 
     def fused(self, op: str, x: Tensor, residual: Tensor | None, weight: Tensor | None,
               epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
-              scheme_args: tuple[Any, ...], *, inplace: bool = False) -> tuple[Tensor, ...]:
+              scheme_args: tuple[Any, ...], *, inplace: bool = False,
+              up: Tensor | None = None) -> tuple[Tensor, ...]:
         s = scheme_of(op, scale, scale_ub, *scheme_args)
-        lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub)
+        lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub, up)
         x2 = _rows(x)
-        H = x.shape[-1] // 2 if op == "silu_and_mul_quant" else x.shape[-1]
-        if op == "silu_and_mul_quant" and x.shape[-1] != 2 * H:
-            raise ValueError(f"{op}: last dimension {x.shape[-1]} is not even")
+        is_act = activation_of(op) is not None
+        u2, act, H = self._act_rows(op, x, up)[1:] if is_act else (None, 0, x.shape[-1])
         if s.granularity == "group" and H % s.group_size:
             raise ValueError(f"{op}: group_size {s.group_size} does not divide hidden size {H}")
         if weight is not None and weight.dtype != x.dtype:
@@ -230,9 +239,10 @@ class Kernels:
         qargs, scales = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub)
         dt = self._dtype(x, op)
         w = None if weight is None else weight.contiguous()
-        if op == "silu_and_mul_quant":
-            lib.call("vx_silu_and_mul_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(),
-                     x2.shape[0], H, x2.stride(0), *qargs, dt, stream, op=op)
+        if is_act:
+            lib.call("vx_act_and_mul_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(),
+                     _ptr(u2), x2.shape[0], H, x2.stride(0), 0 if u2 is None else u2.stride(0),
+                     act, *qargs, dt, stream, op=op)
             return q, scales
         if op == "rms_norm_quant":
             lib.call("vx_rms_norm_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(), _ptr(w),

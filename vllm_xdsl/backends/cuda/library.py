@@ -17,6 +17,8 @@ from vllm_xdsl.backends.cuda.build import CSRC, BuildError, ToolchainMissing, Ve
 # Activation dtype codes and quant scheme codes (enums of vx_kernels.cu / kernels.cuh).
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 S_NONE, S_STATIC_FP8, S_STATIC_I8, S_TOKEN_FP8, S_TOKEN_I8, S_GROUP_FP8 = range(6)
+# The act-and-mul producers of kernels.cuh, by activation (ops/activations.py).
+ACTIVATION_CODES = {"silu": 3, "gelu": 4, "gelu_tanh": 5}
 
 _P, _I, _L, _F = c_void_p, c_int, c_int64, c_float
 # The quant-scheme tail shared by the quant launchers (VX_QUANT_ARGS).
@@ -26,11 +28,11 @@ SIGNATURES: dict[str, list] = {
     "vx_use_device": [_I],
     "vx_rms_norm": [_P, _P, _P, _L, _L, _L, _L, _F, _I, _I, _P],
     "vx_fused_add_rms_norm": [_P, _P, _P, _P, _P, _L, _L, _L, _L, _L, _L, _F, _I, _I, _P],
-    "vx_silu_and_mul": [_P, _P, _L, _L, _L, _I, _P],
+    "vx_act_and_mul": [_P, _P, _P, _L, _L, _L, _L, _I, _I, _P],
     "vx_quant": [_P, _P, _P, _L, _L, _L, *_QUANT, _I, _P],
     "vx_rms_norm_quant": [_P, _P, _P, _P, _L, _L, _L, _F, *_QUANT, _I, _P],
     "vx_fused_add_rms_norm_quant": [_P, _P, _P, _P, _P, _P, _L, _L, _L, _L, _F, *_QUANT, _I, _P],
-    "vx_silu_and_mul_quant": [_P, _P, _P, _L, _L, _L, *_QUANT, _I, _P],
+    "vx_act_and_mul_quant": [_P, _P, _P, _P, _L, _L, _L, _L, _I, *_QUANT, _I, _P],
     "vx_dynamic_scaled_fp8_quant": [_P, _P, _P, _L, _L, _L, _I, _F, _I, _P],
 }
 

@@ -14,7 +14,9 @@ from typing import Any
 import torch
 
 from vllm_xdsl.backends.cuda.build import ToolchainMissing, Vendor, find_compiler
+from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.ops.impl import TensorMeta
+from vllm_xdsl.ops.quant_variant import variant_problem
 
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
@@ -58,13 +60,19 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     devices = {m.device for m in metas.values()}
     if not devices <= set(DEVICES[vendor]) or len(devices) > 1:
         return f"tensors on {sorted(devices)}; the {vendor} kernels need one {vendor} device"
+    problem = variant_problem(args, vendor)
+    if problem is not None:
+        return problem
     x = args["x"]
     if x.dtype not in ACT_DTYPES:
         return f"x dtype {x.dtype} is not f16, bf16 or f32"
     if x.ndim == 0:
         return "x needs a last (hidden) dimension"
     H = x.shape[-1]
-    if op.startswith("silu") and H is not None:
+    up = args.get("up")
+    if up is not None and (up.dtype != x.dtype or up.ndim != x.ndim or up.shape[-1] != H):
+        return f"up {up.dtype} {up.shape} does not match x {x.dtype} {x.shape}"
+    if activation_of(op) is not None and up is None and H is not None:  # x = [gate | up]
         if H % 2:
             return f"last dimension {H} is not even"
         H //= 2

@@ -22,7 +22,9 @@ from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.quant_variant import default_numerics_only
 from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
@@ -58,51 +60,64 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     @op(N.static_scaled_fp8_quant)
     def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
-                                fp8_dtype: torch.dtype = torch.float8_e4m3fn) -> Tensor:
+                                fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                zero_point: Tensor | None = None, variant: str = "") -> Tensor:
+        default_numerics_only("static_scaled_fp8_quant", zero_point, variant)
         return k.quant("static_scaled_fp8_quant", x, _unfused_scheme(fp8_dtype, True, "tensor"),
                        scale, None)[0]
 
     @op(N.dynamic_scaled_fp8_quant)
-    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn
+    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                 zero_point: Tensor | None = None, variant: str = ""
                                  ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_scaled_fp8_quant", zero_point, variant)
         return k.dynamic_scaled_fp8_quant(x, fp8_dtype)
 
     @op(N.dynamic_per_token_scaled_fp8_quant)
     def dynamic_per_token_scaled_fp8_quant(x: Tensor, scale_ub: Tensor | None = None,
-                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                           zero_point: Tensor | None = None, variant: str = ""
                                            ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
         return k.quant("dynamic_per_token_scaled_fp8_quant", x,
                        _unfused_scheme(fp8_dtype, False, "token"), None, scale_ub)
 
     @op(N.per_token_group_fp8_quant)
     def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
                                   use_ue8m0: bool = False, eps: float = 1e-10,
-                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn
+                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                  zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("per_token_group_fp8_quant", zero_point, variant)
         s = _unfused_scheme(fp8_dtype, False, "group", group_size=group_size,
                             column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
                             group_eps=eps)
         return k.quant("per_token_group_fp8_quant", x, s, None, None)
 
     @op(N.static_scaled_int8_quant)
-    def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
+    def static_scaled_int8_quant(x: Tensor, scale: Tensor, zero_point: Tensor | None = None,
+                                 variant: str = "") -> Tensor:
+        default_numerics_only("static_scaled_int8_quant", zero_point, variant)
         return k.quant("static_scaled_int8_quant", x, _unfused_scheme(torch.int8, True, "tensor"),
                        scale, None)[0]
 
     @op(N.dynamic_per_token_scaled_int8_quant)
-    def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
+    def dynamic_per_token_scaled_int8_quant(x: Tensor, zero_point: Tensor | None = None,
+                                            variant: str = "") -> tuple[Tensor, Tensor]:
+        default_numerics_only("dynamic_per_token_scaled_int8_quant", zero_point, variant)
         return k.quant("dynamic_per_token_scaled_int8_quant", x,
                        _unfused_scheme(torch.int8, False, "token"), None, None)
 
-    @op(N.silu_and_mul)
-    def silu_and_mul(x: Tensor) -> Tensor:
-        return k.silu_and_mul(x)
+    for name in ACTIVATIONS:  # the act-and-mul family: one kernel, the activation a code
+        op(ACT_AND_MUL[name])(_act_and_mul(k, name))
 
     @op(F.rms_norm_quant)
     def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
                        scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool,
                        granularity: str, group_size: int = 0, column_major_scales: bool = False,
-                       use_ue8m0: bool = False, group_eps: float = 1e-10) -> tuple[Tensor, Tensor]:
+                       use_ue8m0: bool = False, group_eps: float = 1e-10,
+                       zero_point: Tensor | None = None, variant: str = "") -> tuple[Tensor, Tensor]:
+        default_numerics_only("rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args)
         return q, scales
@@ -112,22 +127,17 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                  scale: Tensor | None, scale_ub: Tensor | None,
                                  quant_dtype: torch.dtype, static: bool, granularity: str,
                                  group_size: int = 0, column_major_scales: bool = False,
-                                 use_ue8m0: bool = False, group_eps: float = 1e-10
+                                 use_ue8m0: bool = False, group_eps: float = 1e-10,
+                                 zero_point: Tensor | None = None, variant: str = ""
                                  ) -> tuple[Tensor, Tensor, Tensor]:
+        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, residual_out, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight,
                                           epsilon, scale, scale_ub, args)
         return q, residual_out, scales
 
-    @op(F.silu_and_mul_quant)
-    def silu_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
-                           quant_dtype: torch.dtype, static: bool, granularity: str,
-                           group_size: int = 0, column_major_scales: bool = False,
-                           use_ue8m0: bool = False, group_eps: float = 1e-10
-                           ) -> tuple[Tensor, Tensor]:
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
-        q, scales = k.fused("silu_and_mul_quant", x, None, None, 0.0, scale, scale_ub, args)
-        return q, scales
+    for name in FUSED_ACT_OPS:
+        op(getattr(F, name))(_act_and_mul_quant(k, name))
 
     # In-place variants: mutate the donated inputs, return nothing.
     def no_outputs(*args: object) -> None:
@@ -140,10 +150,11 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
                                       quant_dtype, static, granularity, group_size=0,
-                                      column_major_scales=False, use_ue8m0=False, group_eps=1e-10):
+                                      column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
+                                      zero_point=None, variant=""):
         q, _, scales = F.fused_add_rms_norm_quant(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant)
         return q, scales
 
     @op(fused_add_rms_norm_quant_fake, mutates_args=("residual",))
@@ -151,14 +162,41 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                   epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
                                   quant_dtype: torch.dtype, static: bool, granularity: str,
                                   group_size: int = 0, column_major_scales: bool = False,
-                                  use_ue8m0: bool = False, group_eps: float = 1e-10
+                                  use_ue8m0: bool = False, group_eps: float = 1e-10,
+                                  zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
+        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
                                scale_ub, args, inplace=True)
         return q, scales
 
     return SimpleNamespace(**ops)
+
+
+def _act_and_mul(k: Kernels, name: str) -> Callable[..., Tensor]:
+    def act_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+        return k.act_and_mul(name, x, up)
+
+    act_and_mul.__name__ = act_and_mul.__qualname__ = name
+    return act_and_mul
+
+
+def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    def act_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
+                          quant_dtype: torch.dtype, static: bool, granularity: str,
+                          group_size: int = 0, column_major_scales: bool = False,
+                          use_ue8m0: bool = False, group_eps: float = 1e-10,
+                          zero_point: Tensor | None = None, variant: str = "",
+                          up: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        default_numerics_only(name, zero_point, variant)
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
+                group_eps)
+        q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, args, up=up)
+        return q, scales
+
+    act_and_mul_quant.__name__ = act_and_mul_quant.__qualname__ = name
+    return act_and_mul_quant
 
 
 def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -191,14 +229,14 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
         scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
         group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
-        group_eps: float = 1e-10,
+        group_eps: float = 1e-10, zero_point: Tensor | None = None, variant: str = "",
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Writes residual_out into residual; returns (q, residual, scales)."""
         scheme_of("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
-                  group_size, column_major_scales, use_ue8m0, group_eps)
+                  group_size, column_major_scales, use_ue8m0, group_eps, variant)
         q, scales = t.fused_add_rms_norm_quant_(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant)
         return q, residual, scales
 
     fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace

@@ -110,6 +110,8 @@ def native_arguments(
             args[name] = _scheme_args(op)[_GROUP_PARAMETERS[name]]
         elif name == "variance_size" and isinstance(op, RmsNormSignature):
             args[name] = None if op.variance_size is None else op.variance_size.value.data
+        elif name == "variant" and isinstance(op, QuantOp):
+            args[name] = op.quant_scheme().variant.spelling()
         else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent
             # Operands are named as the native's parameters (OPS.md): looked up by name.
             value = getattr(op, name)

@@ -2,7 +2,7 @@
 
     spec.KernelSpec          what decides one kernel's source (maps 1:1 onto the op's attributes)
     emit.emit_source(spec)   the readable source (`vllm-opt -t triton` prints it)
-    templates                one template per family: norm (+add, +quant), quant, silu (+quant)
+    templates                one template per family: norm (+add, +quant), quant, act-and-mul (+quant)
     compile.get_kernel(spec) the jitted kernel, compiled once per spec
     functions.<op>           launchers with exactly the native signatures (ops_api.md)
     torch_ops                the same as torch ops `torch.ops.vllm_xdsl_triton.<op>`

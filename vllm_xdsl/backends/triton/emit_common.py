@@ -158,6 +158,8 @@ def scheme_text(s: QuantScheme) -> str:
     kind = "static" if s.static else "dynamic"
     where = {"tensor": "per tensor", "token": "per token", "group": f"per group of {s.group_size}"}
     text = f"{str(s.dtype).removeprefix('torch.')}, {kind} {where[s.granularity]}"
+    if not s.variant.is_default:
+        text += f", variant {s.variant.spelling()!r}"
     if s.granularity == "group":
         text += ", column-major scales" if s.column_major_scales else ", row-major scales"
         text += ", ue8m0" if s.use_ue8m0 else ""
@@ -165,8 +167,14 @@ def scheme_text(s: QuantScheme) -> str:
     return text
 
 
-def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[str]:
+def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool,
+                 zero_point: str | None = None) -> list[str]:
     """Kernel parameters of the quant epilogue (after q_ptr, q_row_stride)."""
+    zp = {None: [], "tensor": ["zp_ptr"], "token": ["zp_ptr", "zp_row_stride"]}[zero_point]
+    return _scale_params(scheme, has_scale_ub, fused) + zp
+
+
+def _scale_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool) -> list[str]:
     if scheme.static:
         return ["scale_ptr", "scales_ptr"] if fused else ["scale_ptr"]
     if scheme.granularity == "tensor":
@@ -206,6 +214,31 @@ def _divide(k: KernelText, d: str, bound: float | None, groups: bool = False) ->
     )
 
 
+def _scale_variant(scheme: QuantScheme) -> bool:
+    """A dynamic scale computed otherwise than the OPS.md row (scale dtype, floor, range)."""
+    v = scheme.variant
+    return bool(v.floor or v.scale_range or v.scale_dtype != torch.float32)
+
+
+def _variant_scale(k: KernelText, scheme: QuantScheme, amax: str, hw: bool) -> None:
+    """`scale` as natives_variant.dynamic_scale computes it from the absmax (per token:
+    a scalar; per group: a [groups] vector)."""
+    v = scheme.variant
+    if scheme.granularity == "group" and not v.floor:
+        amax = f"_max_nan({amax}, {flt(scheme.group_eps)})"
+    divided = f"tl.div_rn({amax}, {flt(v.scale_range or scheme.qmax)})"
+    k.add(f"scale = {round_to(divided, v.scale_dtype, hw)}")
+    if scheme.use_ue8m0:
+        k.add("scale = _pow2_ceil(scale)")
+    token_fp8 = scheme.is_fp8 and scheme.granularity == "token"
+    if v.floor == "min_scale" or (not v.floor and token_fp8):
+        k.add(f"scale = _max_nan(scale, {flt(1.0 / (scheme.qmax * 512))})")
+    elif v.floor == "zero_eps":
+        eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()  # eps as sd holds it
+        k.add(f"scale = tl.where(scale == 0.0, {flt(eps)}, scale)")
+    k.add(f"scale = {round_to('scale', v.scale_dtype, hw)}")
+
+
 def quant_epilogue(
     k: KernelText,
     scheme: QuantScheme,
@@ -214,6 +247,7 @@ def quant_epilogue(
     n: str,
     tiled: bool = False,
     hw: bool = False,
+    zero_point: str | None = None,
 ) -> None:
     """Quantize `y` (f32, values exact in the activation dtype) and store q.
 
@@ -243,10 +277,25 @@ def quant_epilogue(
                 "if row == 0:",
                 "    tl.store(scales_ptr, scale)",
             )
-        if scheme.is_fp8:
+        if scheme.scaling == "recip":
             k.add("q = y * tl.div_rn(1.0, scale)")
         else:
-            _divide(k, "scale", saturate)
+            _divide(k, "scale", saturate if scheme.static else None)
+    elif scheme.granularity == "token" and _scale_variant(scheme):
+        k.add(f"amax = {absmax('y', 0)}")
+        if has_scale_ub:
+            k.add("amax = tl.minimum(amax, tl.load(scale_ub_ptr).to(tl.float32), "
+                  f"{KEEP_NAN})")
+        _variant_scale(k, scheme, "amax", hw)
+        k.add("tl.store(scales_ptr + row, scale)")
+        d = "scale"
+        if scheme.dtype == torch.int8 and not scheme.variant.floor:
+            k.add("divisor = tl.where(scale == 0.0, 1.0, scale)")  # a zero row: q = 0
+            d = "divisor"
+        if scheme.scaling == "recip":
+            k.add(f"q = y * tl.div_rn(1.0, {d})")
+        else:
+            _divide(k, d, saturate if has_scale_ub else None)
     elif scheme.granularity == "token":
         k.add(f"amax = {absmax('y', 0)}")
         if scheme.is_fp8:
@@ -258,28 +307,47 @@ def quant_epilogue(
                 "tl.store(scales_ptr + row, scale)",
             )
             # Without an upper bound |y| <= amax, so |y / scale| <= FMAX already.
-            _divide(k, "scale", saturate if has_scale_ub else None)
+            if scheme.scaling == "recip":
+                k.add("q = y * tl.div_rn(1.0, scale)")
+            else:
+                _divide(k, "scale", saturate if has_scale_ub else None)
         else:  # an all-zero row has scale 0 and q 0: divide its zeros by 1, not 0
             k.add(
                 f"scale = tl.div_rn(amax, {qmax})",
                 "tl.store(scales_ptr + row, scale)",
                 "divisor = tl.where(scale == 0.0, 1.0, scale)",
             )
-            _divide(k, "divisor", None)
+            if scheme.scaling == "recip":
+                k.add("q = y * tl.div_rn(1.0, divisor)")
+            else:
+                _divide(k, "divisor", None)
     else:
         g = scheme.group_size
-        k.add(
-            f"scale = tl.div_rn(_max_nan({absmax('y', 1)}, {flt(scheme.group_eps)}), {qmax})"
-        )
-        if scheme.use_ue8m0:
-            k.add("scale = _pow2_ceil(scale)")
+        if _scale_variant(scheme):
+            _variant_scale(k, scheme, absmax("y", 1), hw)
+        else:
+            k.add(
+                f"scale = tl.div_rn(_max_nan({absmax('y', 1)}, {flt(scheme.group_eps)}), {qmax})"
+            )
+            if scheme.use_ue8m0:
+                k.add("scale = _pow2_ceil(scale)")
         base = f"tile * (BLOCK // {g}) + " if tiled else ""
         k.add(
             f"groups = {base}tl.arange(0, BLOCK // {g})",
             "tl.store(scales_ptr + row * scales_row_stride + groups * scales_group_stride, "
             f"scale, mask=groups < {n} // {g})",
         )
-        _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
+        if scheme.scaling == "recip":
+            k.add("q = y * tl.div_rn(1.0, scale)[:, None]")
+        else:
+            _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
+    qd = scheme.variant.quotient_dtype
+    if qd != torch.float32:  # the quotient variant: rounded before the clamp (OPS.md)
+        k.add(f"q = {round_to('q', qd, hw)}")
+    if zero_point is not None:  # added in the quotient dtype, as zp.to(qd) holds it
+        at = "zp_ptr" if zero_point == "tensor" else "zp_ptr + row * zp_row_stride"
+        zp = round_to(f"tl.load({at}).to(tl.float32)", qd, hw)
+        k.add(f"q = {round_to(f'q + {zp}', qd, hw)}")
     lo = "-128.0" if scheme.dtype == torch.int8 else f"-{qmax}"
     k.add(f"q = {clamp('q', lo, qmax)}")
     if scheme.is_fp8 and hw and scheme.dtype in HW_FP8:

@@ -9,18 +9,17 @@ scale_ub, and the optional block_size / num_warps properties (defaults from the 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.backends.triton.emit import emit_source
 from vllm_xdsl.backends.triton.spec import (
-    SILU_OPS,
     KernelSpec,
     default_block_size,
     default_num_warps,
     tileable,
 )
 from vllm_xdsl.dialects.types import static_shape, torch_dtype
-from vllm_xdsl.dialects.vllm import NormOp, QuantOp, SemanticSignature
+from vllm_xdsl.dialects.vllm import ActAndMulOp, NormOp, QuantOp, SemanticSignature
 
 DIALECT = "triton"
 
@@ -39,7 +38,8 @@ def spec_of_op(op: Operation) -> KernelSpec:
     shape = static_shape(x_type)
     if not shape or shape[-1] is None:
         raise ValueError(f"{op.name}: the hidden size of x must be static to emit a kernel")
-    width = shape[-1] // 2 if name in SILU_OPS else shape[-1]
+    has_up = isinstance(op, ActAndMulOp) and op.up is not None
+    width = shape[-1] // 2 if isinstance(op, ActAndMulOp) and not has_up else shape[-1]
     weight = op.weight if isinstance(op, NormOp) else None
     scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
     block = _int_prop(op, "block_size") or default_block_size(name, scheme, width)
@@ -58,9 +58,18 @@ def spec_of_op(op: Operation) -> KernelSpec:
         variance_size=_int_prop(op, "variance_size"),
         scheme=scheme,
         has_scale_ub=isinstance(op, QuantOp) and op.scale_upper_bound() is not None,
+        has_up=has_up,
         block_size=block,
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),
+        zero_point=_zero_point_kind(getattr(op, "zero_point", None)),
     )
+
+
+def _zero_point_kind(zp: SSAValue | None) -> str | None:
+    """As launch._zero_point_kind, from the operand's type: one value or one per row."""
+    if zp is None or not isinstance(zp.type, TensorType):
+        return None
+    return "tensor" if static_shape(zp.type) in ((), (1,)) else "token"
 
 
 def module_specs(module: ModuleOp) -> list[tuple[KernelSpec, list[Operation]]]:

@@ -4,6 +4,7 @@ These are what `register()` registers as provider "triton" and what the torch cu
 `torch.ops.vllm_xdsl_triton.<op>` run. Annotations are real (custom op schemas).
 """
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import torch
@@ -11,11 +12,29 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
+from vllm_xdsl.backends.triton.spec import variant_fields
+from vllm_xdsl.ops.quant_variant import (
+    DEFAULT_VARIANT,
+    QuantVariant,
+    parse_variant,
+    variant_problem_beyond,
+)
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
 _INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
 _INT8_TOKEN = QuantScheme(torch.int8, False, "token")
+
+
+def _variant(op: str, zero_point: Tensor | None, variant: str, **scheme: object) -> QuantVariant:
+    """The variant, if the kernels implement it (the same check as supports_args)."""
+    if not variant and zero_point is None:
+        return DEFAULT_VARIANT
+    args = {"variant": variant, "zero_point": zero_point, **scheme}
+    problem = variant_problem_beyond(args, "triton", variant_fields(op, args))
+    if problem is not None:
+        raise ValueError(f"{op}: {problem}")
+    return parse_variant(variant)
 
 
 @lru_cache(maxsize=256)
@@ -41,22 +60,34 @@ def fused_add_rms_norm(
     return out, residual_out
 
 
-def static_scaled_fp8_quant(x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3) -> Tensor:
-    return L.quant(x, _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor"), scale)[0]
+def static_scaled_fp8_quant(
+    x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None,
+    variant: str = "",
+) -> Tensor:
+    v = _variant("static_scaled_fp8_quant", zero_point, variant)
+    scheme = _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor", 0, False, False, 1e-10, v)
+    return L.quant(x, scheme, scale, zero_point=zero_point)[0]
 
 
-def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = _E4M3) -> tuple[Tensor, Tensor]:
-    q, scale = L.quant(x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor"))
+def dynamic_scaled_fp8_quant(
+    x: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None, variant: str = ""
+) -> tuple[Tensor, Tensor]:
+    v = _variant("dynamic_scaled_fp8_quant", zero_point, variant)
+    q, scale = L.quant(
+        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, 1e-10, v),
+        zero_point=zero_point)
     assert scale is not None
     return q, scale
 
 
 def dynamic_per_token_scaled_fp8_quant(
-    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3
+    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3,
+    zero_point: Tensor | None = None, variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    q, scales = L.quant(
-        x, _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token"), None, scale_ub
-    )
+    v = _variant("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
+    scheme = _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token", 0, False,
+                  False, 1e-10, v)
+    q, scales = L.quant(x, scheme, None, scale_ub, zero_point=zero_point)
     assert scales is not None
     return q, scales
 
@@ -68,7 +99,10 @@ def per_token_group_fp8_quant(
     use_ue8m0: bool = False,
     eps: float = 1e-10,
     fp8_dtype: torch.dtype = _E4M3,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
+    v = _variant("per_token_group_fp8_quant", zero_point, variant)
     if group_size <= 0:
         raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
     scheme = _fp8(
@@ -80,24 +114,41 @@ def per_token_group_fp8_quant(
         column_major_scales,
         use_ue8m0,
         eps,
+        v,
     )
-    q, scales = L.quant(x, scheme)
+    q, scales = L.quant(x, scheme, zero_point=zero_point)
     assert scales is not None
     return q, scales
 
 
-def static_scaled_int8_quant(x: Tensor, scale: Tensor) -> Tensor:
-    return L.quant(x, _INT8_STATIC, scale)[0]
+def static_scaled_int8_quant(
+    x: Tensor, scale: Tensor, zero_point: Tensor | None = None, variant: str = ""
+) -> Tensor:
+    v = _variant("static_scaled_int8_quant", zero_point, variant)
+    scheme = _INT8_STATIC if v.is_default else QuantScheme(torch.int8, True, "tensor", variant=v)
+    return L.quant(x, scheme, scale, zero_point=zero_point)[0]
 
 
-def dynamic_per_token_scaled_int8_quant(x: Tensor) -> tuple[Tensor, Tensor]:
-    q, scales = L.quant(x, _INT8_TOKEN)
+def dynamic_per_token_scaled_int8_quant(
+    x: Tensor, zero_point: Tensor | None = None, variant: str = ""
+) -> tuple[Tensor, Tensor]:
+    v = _variant("dynamic_per_token_scaled_int8_quant", zero_point, variant)
+    scheme = _INT8_TOKEN if v.is_default else QuantScheme(torch.int8, False, "token", variant=v)
+    q, scales = L.quant(x, scheme, zero_point=zero_point)
     assert scales is not None
     return q, scales
 
 
-def silu_and_mul(x: Tensor) -> Tensor:
-    return L.silu(x)[0]
+def silu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return L.act("silu_and_mul", x, up)[0]
+
+
+def gelu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return L.act("gelu_and_mul", x, up)[0]
+
+
+def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return L.act("gelu_tanh_and_mul", x, up)[0]
 
 
 def rms_norm_quant(
@@ -113,7 +164,10 @@ def rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor]:
+    _variant("rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
     scheme = L.fused_scheme(
         "rms_norm_quant",
         scale,
@@ -125,9 +179,11 @@ def rms_norm_quant(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
     _check_groups("rms_norm_quant", x, scheme)
-    q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub)
+    q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub,
+                       zero_point=zero_point)
     return q, scales
 
 
@@ -145,7 +201,10 @@ def fused_add_rms_norm_quant(
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
     group_eps: float = 1e-10,
+    zero_point: Tensor | None = None,
+    variant: str = "",
 ) -> tuple[Tensor, Tensor, Tensor]:
+    _variant("fused_add_rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
     scheme = L.fused_scheme(
         "fused_add_rms_norm_quant",
         scale,
@@ -157,38 +216,48 @@ def fused_add_rms_norm_quant(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
-    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub)
+    q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub,
+                                     zero_point=zero_point)
     return q, residual_out, scales
 
 
-def silu_and_mul_quant(
-    x: Tensor,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
-) -> tuple[Tensor, Tensor]:
-    scheme = L.fused_scheme(
-        "silu_and_mul_quant",
-        scale,
-        scale_ub,
-        quant_dtype,
-        static,
-        granularity,
-        group_size,
-        column_major_scales,
-        use_ue8m0,
-        group_eps,
-    )
-    q, scales = L.silu(x, scheme, scale, scale_ub)
-    return q, scales
+def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """The fused launcher of an act-and-mul op, with the native's signature."""
+    op = f"{name}_quant"
+
+    def fused(
+        x: Tensor,
+        scale: Tensor | None,
+        scale_ub: Tensor | None,
+        quant_dtype: torch.dtype,
+        static: bool,
+        granularity: str,
+        group_size: int = 0,
+        column_major_scales: bool = False,
+        use_ue8m0: bool = False,
+        group_eps: float = 1e-10,
+        zero_point: Tensor | None = None,
+        variant: str = "",
+        up: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        _variant(op, zero_point, variant, static=static, granularity=granularity)
+        scheme = L.fused_scheme(
+            op, scale, scale_ub, quant_dtype, static, granularity, group_size,
+            column_major_scales, use_ue8m0, group_eps, variant,
+        )
+        q, scales = L.act(name, x, up, scheme, scale, scale_ub, zero_point)
+        return q, scales
+
+    fused.__name__ = fused.__qualname__ = op
+    return fused
+
+
+silu_and_mul_quant = _act_and_mul_quant("silu_and_mul")
+gelu_and_mul_quant = _act_and_mul_quant("gelu_and_mul")
+gelu_tanh_and_mul_quant = _act_and_mul_quant("gelu_tanh_and_mul")
 
 
 def _check_groups(op: str, x: Tensor, scheme: QuantScheme) -> None:
@@ -211,8 +280,12 @@ FUNCTIONS = {
         "static_scaled_int8_quant",
         "dynamic_per_token_scaled_int8_quant",
         "silu_and_mul",
+        "gelu_and_mul",
+        "gelu_tanh_and_mul",
         "rms_norm_quant",
         "fused_add_rms_norm_quant",
         "silu_and_mul_quant",
+        "gelu_and_mul_quant",
+        "gelu_tanh_and_mul_quant",
     )
 }

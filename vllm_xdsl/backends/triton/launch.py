@@ -20,6 +20,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
+from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.scheme import FP8_DTYPES, QuantScheme
 
@@ -118,6 +119,8 @@ def _spec(
     variance_size: int | None = None,
     scheme: QuantScheme | None = None,
     has_scale_ub: bool = False,
+    has_up: bool = False,
+    zero_point: Tensor | None = None,
 ) -> KernelSpec:
     return _cached_spec(
         op,
@@ -129,7 +132,25 @@ def _spec(
         scheme,
         has_scale_ub,
         uses_hw_casts(x.device),
+        has_up,
+        _zero_point_kind(zero_point),
     )
+
+
+def _zero_point_kind(zero_point: Tensor | None) -> str | None:
+    """None, "tensor" (one value) or "token" (one per row)."""
+    if zero_point is None:
+        return None
+    return "tensor" if zero_point.numel() == 1 and zero_point.dim() <= 1 else "token"
+
+
+def _zero_point_args(zero_point: Tensor | None) -> list:
+    if zero_point is None:
+        return []
+    if _zero_point_kind(zero_point) == "tensor":
+        return [zero_point.reshape(1)]
+    rows = zero_point.reshape(-1, 1)
+    return [rows, rows.stride(0)]
 
 
 @lru_cache(maxsize=4096)
@@ -143,6 +164,8 @@ def _cached_spec(
     scheme: QuantScheme | None,
     has_scale_ub: bool,
     hw: bool,
+    has_up: bool = False,
+    zero_point: str | None = None,
 ) -> KernelSpec:
     # Cached: a decode-sized launch must not pay for building and validating a spec.
     return KernelSpec(
@@ -156,6 +179,8 @@ def _cached_spec(
         block,
         default_num_warps(block),
         hw,
+        has_up,
+        zero_point,
     )
 
 
@@ -176,12 +201,13 @@ def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
     if scheme.static or scheme.granularity == "tensor":
         return torch.empty(1, dtype=_F32, device=device)
+    sd = scheme.variant.scale_dtype  # f32 unless a variant rounds the scales
     if scheme.granularity == "token":
-        return torch.empty(tokens, 1, dtype=_F32, device=device)
+        return torch.empty(tokens, 1, dtype=sd, device=device)
     groups = width // scheme.group_size
     if scheme.column_major_scales:  # shape [T, G], storage [G, T], as the native
-        return torch.empty(groups, tokens, dtype=_F32, device=device).t()
-    return torch.empty(tokens, groups, dtype=_F32, device=device)
+        return torch.empty(groups, tokens, dtype=sd, device=device).t()
+    return torch.empty(tokens, groups, dtype=sd, device=device)
 
 
 def _quant_args(
@@ -222,6 +248,7 @@ def norm(
     scale_ub: Tensor | None = None,
     *,
     bake_epsilon: bool = False,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, ...]:
     """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results."""
     _check_norm_args(x, weight, residual)
@@ -241,6 +268,7 @@ def norm(
         variance_size=variance_size,
         scheme=scheme,
         has_scale_ub=scale_ub is not None,
+        zero_point=zero_point,
     )
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)
@@ -259,6 +287,7 @@ def norm(
     if scheme is not None:
         scales = _alloc_scales(scheme, tokens, hidden, x.device)
         args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+        args += _zero_point_args(zero_point)
         if tokens == 0 and scheme.static:
             assert scale is not None  # a static scheme has one (scheme_of checks)
             scales.copy_(scale.to(_F32).reshape(1))
@@ -274,6 +303,7 @@ def quant(
     scale: Tensor | None = None,
     scale_ub: Tensor | None = None,
     op: str | None = None,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """The unfused quant of `scheme` (as ops.quant_native): (q, scales or None if static)."""
     if op is None:
@@ -284,7 +314,8 @@ def quant(
         raise ValueError(
             f"{op}: group_size {scheme.group_size} does not divide hidden size {hidden}"
         )
-    spec = _spec(op, x, hidden, scheme=scheme, has_scale_ub=scale_ub is not None)
+    spec = _spec(op, x, hidden, scheme=scheme, has_scale_ub=scale_ub is not None,
+                 zero_point=zero_point)
     q = torch.empty(x.shape, dtype=scheme.dtype, device=x.device)
     scales = None if scheme.static else _alloc_scales(scheme, tokens, hidden, x.device)
     amax = None
@@ -301,6 +332,7 @@ def quant(
         _kernel_view(q),
         hidden,
         *_quant_args(scheme, scales, scale, scale_ub, False, amax),
+        *_zero_point_args(zero_point),
     ]
     _launch(spec, tokens, *args, hidden, prologue=prologue)
     return q, scales
@@ -316,31 +348,37 @@ _QUANT_OP = {
 }
 
 
-def silu(
+def act(
+    op: str,
     x: Tensor,
+    up: Tensor | None = None,
     scheme: QuantScheme | None = None,
     scale: Tensor | None = None,
     scale_ub: Tensor | None = None,
+    zero_point: Tensor | None = None,
 ) -> tuple[Tensor, ...]:
-    """The silu_and_mul family: (out,) or (q, scales)."""
-    if x.dim() == 0 or x.shape[-1] % 2:
-        raise ValueError(
-            f"silu_and_mul: last dimension {x.shape[-1] if x.dim() else 0} is not even"
-        )
+    """The act-and-mul family (`op` names the unfused op): (out,) or (q, scales)."""
+    gate, up_ = gate_and_up(op, x, up)  # the native's checks and messages
     x2 = _rows(x)
-    tokens, d = x2.shape[0], x2.shape[1] // 2
+    tokens, d = x2.shape[0], gate.shape[-1]
     if scheme is not None and scheme.granularity == "group" and d % scheme.group_size:
-        raise ValueError(f"silu_and_mul_quant: group_size {scheme.group_size} does not divide {d}")
-    op = "silu_and_mul" if scheme is None else "silu_and_mul_quant"
-    spec = _spec(op, x, d, scheme=scheme, has_scale_ub=scale_ub is not None)
+        raise ValueError(f"{op}_quant: group_size {scheme.group_size} does not divide {d}")
+    name = op if scheme is None else f"{op}_quant"
+    spec = _spec(name, x, d, scheme=scheme, has_scale_ub=scale_ub is not None,
+                 has_up=up is not None, zero_point=zero_point)
     out_dtype = x.dtype if scheme is None else scheme.dtype
-    out = torch.empty(*x.shape[:-1], d, dtype=out_dtype, device=x.device)
-    args: list = [x2, x2.stride(0), _kernel_view(out), d]
+    out = torch.empty(gate.shape, dtype=out_dtype, device=x.device)
+    args: list = [x2, x2.stride(0)]
+    if up is not None:
+        u2 = _rows(up_)
+        args += [u2, u2.stride(0)]
+    args += [_kernel_view(out), d]
     if scheme is None:
         _launch(spec, tokens, *args, d)
         return (out,)
     scales = _alloc_scales(scheme, tokens, d, x.device)
     args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+    args += _zero_point_args(zero_point)
     if tokens == 0 and scheme.static:
         assert scale is not None  # a static scheme has one (scheme_of checks)
         scales.copy_(scale.to(_F32).reshape(1))
@@ -359,6 +397,7 @@ def fused_scheme(
     column_major_scales: bool,
     use_ue8m0: bool,
     group_eps: float,
+    variant: str = "",
 ) -> QuantScheme:
     """The validated scheme of a fused op's arguments (the native's checks and messages)."""
     return _fused_scheme(
@@ -372,6 +411,7 @@ def fused_scheme(
         column_major_scales,
         use_ue8m0,
         group_eps,
+        variant,
     )
 
 

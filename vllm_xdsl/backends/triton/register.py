@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vllm_xdsl.backends.triton.spec import ACT_DTYPES
+from vllm_xdsl.backends.triton.spec import ACT_DTYPES, variant_fields
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
 from vllm_xdsl.ops.impl import TensorMeta
+from vllm_xdsl.ops.quant_variant import variant_problem_beyond
 
 PROVIDER = "triton"
 # Rows wider than this would need a looped kernel where one BLOCK covers a whole row (the
@@ -57,13 +59,13 @@ def _device_problem(metas: list[TensorMeta]) -> str | None:
 def _tiled(op: str, args: dict[str, Any]) -> bool:
     """Whether the op's kernel splits rows into column tiles (spec.tileable)."""
     if op in (
-        "silu_and_mul",
+        *ACTIVATIONS,
         "static_scaled_fp8_quant",
         "static_scaled_int8_quant",
         "per_token_group_fp8_quant",
     ):
         return True
-    return op == "silu_and_mul_quant" and (args["static"] or args["granularity"] == "group")
+    return op in FUSED_ACT_OPS and (args["static"] or args["granularity"] == "group")
 
 
 def _row_problem(m: TensorMeta, what: str, width_of: int = 1, tiled: bool = False) -> str | None:
@@ -76,6 +78,13 @@ def _row_problem(m: TensorMeta, what: str, width_of: int = 1, tiled: bool = Fals
     return None
 
 
+def _agree(a: TensorMeta, b: TensorMeta) -> bool:
+    """Same rank, each dim equal or unknown (None) in either."""
+    return a.ndim == b.ndim and all(
+        p is None or q is None or p == q for p, q in zip(a.shape, b.shape, strict=True)
+    )
+
+
 def _group_problem(granularity: str, group_size: int) -> str | None:
     if granularity == "group" and group_size & (group_size - 1):
         return f"group_size {group_size} is not a power of two"
@@ -85,9 +94,13 @@ def _group_problem(granularity: str, group_size: int) -> str | None:
 def supports_args(op: str, **args: Any) -> bool | str:
     """Whether the Triton kernel of `op` runs these arguments (tensors as TensorMeta)."""
     metas = [v for v in args.values() if isinstance(v, TensorMeta)]
-    problem = _device_problem(metas)
+    problem = _device_problem(metas) or variant_problem_beyond(args, "triton", variant_fields(op, args))
     x = args["x"]
-    problem = problem or _row_problem(x, "x", 2 if op.startswith("silu") else 1, _tiled(op, args))
+    halves = activation_of(op) is not None and args.get("up") is None  # x = [gate | up]
+    problem = problem or _row_problem(x, "x", 2 if halves else 1, _tiled(op, args))
+    up = args.get("up")
+    if problem is None and up is not None and (up.dtype != x.dtype or not _agree(up, x)):
+        problem = f"up {up.dtype} {up.shape} differs from x {x.dtype} {x.shape}"
     w = args.get("weight")
     if problem is None and w is not None:
         if w.dtype not in ACT_DTYPES:

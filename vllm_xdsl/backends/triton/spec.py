@@ -6,17 +6,19 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | field           | meaning                                    | IR counterpart                     |
 |-----------------|--------------------------------------------|------------------------------------|
 | `op`            | semantic op name (OPS.md)                  | the op name                        |
-| `dtype`         | activation dtype (x; out of norm/silu ops) | element type of `x`                |
+| `dtype`         | activation dtype (x; out of norm/act ops)  | element type of `x`                |
 | `weight_dtype`  | norm weight dtype, None = no weight        | element type of `weight` / absent  |
 | `epsilon`       | baked constant, None = runtime argument    | `epsilon` f64 property / operand   |
 | `variance_size` | columns in the variance, None = all of H   | `variance_size` property           |
 | `scheme`        | QuantScheme of the quant (epilogue), or None| `#vllm.quant<...>` + result type  |
 | `has_scale_ub`  | dynamic per-token fp8 with a scale_ub input| presence of the `scale_ub` operand |
+| `has_up`        | act-and-mul on gate x and a separate up    | presence of the `up` operand       |
 | `block_size`    | BLOCK: columns one program covers (the row,| `block_size` property              |
 |                 | or a column tile when `tiled`)             |                                    |
 | `num_warps`     | warps per program                          | backend choice                     |
 | `hw_casts`      | round to bf16 / e4m3fn with the GPU's      | launch choice (the device)         |
 |                 | conversions instead of f32 bit arithmetic  |                                    |
+| `zero_point`    | None, "tensor" or "token": a zero point    | the `zero_point` operand's shape   |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
 kernel serves every shape whose row fits in `block_size`.
@@ -24,14 +26,19 @@ kernel serves every shape whose row fits in `block_size`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
+from vllm_xdsl.ops.quant_variant import EPILOGUE_FIELDS, SCALE_FIELDS
 from vllm_xdsl.ops.scheme import QuantScheme
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
-SILU_OPS = ("silu_and_mul", "silu_and_mul_quant")
+# The act-and-mul family (ops/activations.py), plain and fused with a quant.
+ACT_OPS = (*ACTIVATIONS, *FUSED_ACT_OPS)
 # The unfused quant ops, with what their scheme must look like: (dtypes, static, granularity).
 QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
     "static_scaled_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), True, "tensor"),
@@ -45,8 +52,8 @@ QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
     "static_scaled_int8_quant": ((torch.int8,), True, "tensor"),
     "dynamic_per_token_scaled_int8_quant": ((torch.int8,), False, "token"),
 }
-FUSED_QUANT_OPS = ("rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant")
-ALL_OPS = (*NORM_OPS, *QUANT_OPS, *SILU_OPS)
+FUSED_QUANT_OPS = ("rms_norm_quant", "fused_add_rms_norm_quant", *FUSED_ACT_OPS)
+ALL_OPS = (*NORM_OPS, *QUANT_OPS, *ACT_OPS)
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -72,9 +79,9 @@ MAX_TILE = 4096
 
 def tileable(op: str, scheme: QuantScheme | None) -> bool:
     """Whether the op's kernel needs no reduction over a whole row, so that a row can be
-    split into column tiles: silu_and_mul and the unfused quants, unquantized or with a
-    static or per-group scheme (per-token and per-tensor scales need the whole row)."""
-    if op not in SILU_OPS and op not in QUANT_OPS:
+    split into column tiles: the act-and-mul ops and the unfused quants, unquantized or with
+    a static or per-group scheme (per-token and per-tensor scales need the whole row)."""
+    if op not in ACT_OPS and op not in QUANT_OPS:
         return False
     return scheme is None or scheme.static or scheme.granularity == "group"
 
@@ -89,13 +96,13 @@ def default_block_size(op: str, scheme: QuantScheme | None, width: int) -> int:
 
 
 def template_of(op: str) -> str:
-    """The template family of an op: "norm", "quant" or "silu"."""
+    """The template family of an op: "norm", "quant" or "act" (act-and-mul)."""
     if op in NORM_OPS:
         return "norm"
     if op in QUANT_OPS:
         return "quant"
-    if op in SILU_OPS:
-        return "silu"
+    if op in ACT_OPS:
+        return "act"
     raise ValueError(f"no Triton template for op {op!r} (known: {', '.join(ALL_OPS)})")
 
 
@@ -113,6 +120,8 @@ class KernelSpec:
     block_size: int = 1024
     num_warps: int = 4
     hw_casts: bool = False
+    has_up: bool = False
+    zero_point: str | None = None
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -164,6 +173,11 @@ class KernelSpec:
         if s is not None and self.op in FUSED_QUANT_OPS and not s.static:
             if s.granularity == "tensor":
                 return "dynamic per-tensor quant needs a global reduction; it is unfused only"
+        if self.has_up and family != "act":
+            return "a separate up operand belongs to the act-and-mul ops"
+        if self.zero_point not in (None, "tensor", "token") or (
+                self.zero_point is not None and (s is None or s.granularity == "group")):
+            return "a zero point is per tensor or per token, of a quant"
         if self.has_scale_ub and (s is None or not s.is_fp8 or s.granularity != "token"):
             return "scale_ub belongs to dynamic per-token fp8 quant only"
         if s is not None and s.granularity == "group":
@@ -186,9 +200,13 @@ class KernelSpec:
             parts.append(scheme_tag(self.scheme))
         if self.has_scale_ub:
             parts.append("ub")
+        if self.has_up:
+            parts.append("up")
         parts += [f"b{self.block_size}", f"nw{self.num_warps}"]
         if self.hw_casts:
             parts.append("hw")
+        if self.zero_point is not None:
+            parts.append(f"zp{self.zero_point}")
         return "_".join(parts)
 
 
@@ -201,6 +219,8 @@ def scheme_tag(s: QuantScheme) -> str:
         if s.use_ue8m0:
             tag += "_ue8m0"
         tag += "_geps" + repr(s.group_eps).replace(".", "p").replace("-", "m")
+    if not s.variant.is_default:
+        tag += "_" + re.sub(r"[^0-9a-z]+", "_", s.variant.spelling().replace(".", "p"))
     return tag
 
 
@@ -216,3 +236,12 @@ _SHORT = {
 
 def _short(dtype: torch.dtype) -> str:
     return _SHORT.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
+    """The quant variant fields the Triton kernel of `op` implements: per-tensor scales (an
+    absmax kernel, then the quant) have the default scale computation only."""
+    per_row = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
+                     "per_token_group_fp8_quant") or (
+        args.get("static") is False and args.get("granularity") in ("token", "group"))
+    return EPILOGUE_FIELDS + SCALE_FIELDS if per_row else EPILOGUE_FIELDS

@@ -1,4 +1,4 @@
-"""The three kernel templates: norm (+add, +quant), quant, silu_and_mul (+quant).
+"""The three kernel templates: norm (+add, +quant), quant, act-and-mul (+quant).
 
 Each template writes the source of one kernel for a KernelSpec, keeping only the code the
 spec needs. Every kernel runs one program per row (a dynamic token count is the grid),
@@ -7,6 +7,8 @@ once, upcasts to f32 at once, and takes row strides as arguments (non-contiguous
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -20,6 +22,7 @@ from vllm_xdsl.backends.triton.emit_common import (
     round_to,
 )
 from vllm_xdsl.backends.triton.spec import KernelSpec
+from vllm_xdsl.ops.activations import activation_of
 
 _PROLOGUE = (
     "row = tl.program_id(0).to(tl.int64)",
@@ -74,7 +77,8 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.has_residual:
         k.params += ["residual_out_ptr", "residual_out_row_stride"]
     if spec.scheme is not None:
-        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
+                                 zero_point=spec.zero_point)
     if spec.epsilon is None:
         k.params.append("epsilon")
     k.params += ["H", "BLOCK: tl.constexpr"]
@@ -115,7 +119,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     else:
         quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     return [k]
 
@@ -140,34 +144,59 @@ def quant_kernel(spec: KernelSpec) -> list[KernelText]:
         )
         kernels.append(a)
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride", "q_ptr", "q_row_stride"])
-    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False)
+    k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=False,
+                             zero_point=spec.zero_point)
     k.params += ["N", "BLOCK: tl.constexpr"]
     k.add(*_prologue(spec), "mask = cols < N", "y = " + _load("x_ptr", "x_row_stride"))
     quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=False, n="N", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     kernels.append(k)
     return kernels
 
 
-def silu_kernel(spec: KernelSpec) -> list[KernelText]:
-    """silu(x[:, :D]) * x[:, D:] with the roundings of the dtype, optionally quantized."""
+# The activations in f32 (torch's formulas; ops/activations.py). On a GPU tl.exp and erf
+# are approximations (ex2.approx, libdevice), so an activation cannot be bitwise anyway: a
+# fast division (<= 2 ulps) in place of an IEEE one changes it by as little; the
+# interpreter divides exactly either way. tanh GELU uses 0.5 * (1 + tanh(u)) =
+# 1 / (1 + exp(-2u)): no tanh in tl, and no cancellation for large negative u.
+ACTIVATION_EXPRS = {
+    "silu": ("silu(a) = a / (1 + exp(-a))", "a / (1.0 + tl.exp(-a))"),
+    "gelu": (
+        "gelu(a) = a * 0.5 * (1 + erf(a / sqrt(2)))",
+        f"a * 0.5 * (1.0 + tl.math.erf(a * {flt(0.5**0.5)}))",
+    ),
+    "gelu_tanh": (
+        "gelu_tanh(a) = 0.5 * a * (1 + tanh(u)) = a / (1 + exp(-2u)), "
+        "u = sqrt(2 / pi) * (a + 0.044715 * a^3)",
+        f"a / (1.0 + tl.exp(-2.0 * ({flt((2.0 / math.pi) ** 0.5)} * (a + 0.044715 * a * a * a))))",
+    ),
+}
+
+
+def act_kernel(spec: KernelSpec) -> list[KernelText]:
+    """act(gate) * up with the roundings of the dtype, optionally quantized: gate and up are
+    the halves x[:, :D], x[:, D:], or x and a separate up (`has_up`)."""
+    activation = activation_of(spec.op)
+    assert activation is not None
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
+    if spec.has_up:
+        k.params += ["up_ptr", "up_row_stride"]
     k.params += ["out_ptr", "out_row_stride"] if spec.scheme is None else ["q_ptr", "q_row_stride"]
     if spec.scheme is not None:
-        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True)
+        k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
+                                 zero_point=spec.zero_point)
     k.params += ["D", "BLOCK: tl.constexpr"]
+    up = _load("up_ptr", "up_row_stride") if spec.has_up else _load("x_ptr", "x_row_stride", "D + ")
+    what, expr = ACTIVATION_EXPRS[activation]
     k.add(
         *_prologue(spec),
         "mask = cols < D",
         "a = " + _load("x_ptr", "x_row_stride"),
-        "b = " + _load("x_ptr", "x_row_stride", "D + "),
-        f"# silu(a) and the product are each rounded to {spec.dtype}, as torch computes them.",
-        "# On a GPU tl.exp is an approximation (ex2.approx), so silu cannot be bitwise anyway:",
-        "# a fast division (<= 2 ulps) in place of an IEEE one (~10 instructions) changes it",
-        "# by as little; the interpreter divides exactly either way.",
-        "y = " + round_to("a / (1.0 + tl.exp(-a))", spec.dtype, spec.hw_casts),
+        "b = " + up,
+        f"# {what}; it and the product are each rounded to {spec.dtype}, as torch computes them.",
+        "y = " + round_to(expr, spec.dtype, spec.hw_casts),
         "y = " + round_to("y * b", spec.dtype, spec.hw_casts),
     )
     if spec.scheme is None:
@@ -175,9 +204,9 @@ def silu_kernel(spec: KernelSpec) -> list[KernelText]:
     else:
         quant_epilogue(
             k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled,
-            hw=spec.hw_casts,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
         )
     return [k]
 
 
-TEMPLATES = {"norm": norm_kernel, "quant": quant_kernel, "silu": silu_kernel}
+TEMPLATES = {"norm": norm_kernel, "quant": quant_kernel, "act": act_kernel}

@@ -1,5 +1,5 @@
 // Row kernels: one block per row (token). A *producer* computes the row's values in the
-// activation dtype (identity, rms_norm, fused add + rms_norm, silu_and_mul), and a *scheme*
+// activation dtype (identity, rms_norm, fused add + rms_norm, act-and-mul), and a *scheme*
 // consumes them (store as is, or quantize static / per token / per group). Every op of
 // OPS.md is one (producer, scheme) instantiation of row_kernel; nothing is written per
 // combination.
@@ -8,7 +8,8 @@
 // T before they are quantized, because the fused contract quantizes the materialized norm
 // output. Rounding points that differ from the native contract:
 //  - the row sums (mean of squares, absmax) are reduced in a tree, not sequentially;
-//  - silu uses expf (device expf is within 2 ulp of the host's), then rounds to T as F.silu does.
+//  - the activations use expf / erff / tanhf (device versions within 2 ulp of the host's) in
+//    torch's formulas, then round to T as F.silu / F.gelu do.
 #pragma once
 #include "compat.h"
 #include "numerics.h"
@@ -53,7 +54,21 @@ template <typename T, int N> VX_DEV void store(T* p, const float* in) {
   *reinterpret_cast<Pack<T, N>*>(p) = pk;
 }
 
-enum Producer { P_IDENTITY = 0, P_RMS_NORM = 1, P_ADD_RMS_NORM = 2, P_SILU_MUL = 3 };
+// The act-and-mul producers: act(gate) * up, activation codes as ACTIVATION_CODES (library.py).
+enum Producer { P_IDENTITY = 0, P_RMS_NORM = 1, P_ADD_RMS_NORM = 2, P_SILU_MUL = 3,
+                P_GELU_MUL = 4, P_GELU_TANH_MUL = 5 };
+constexpr bool is_act(int prod) { return prod >= P_SILU_MUL; }
+
+// torch's activation formulas in f32 (aten's CPU kernels compute f16/bf16 in f32 too).
+template <int PROD> VX_DEV float activation(float a) {
+  if constexpr (PROD == P_SILU_MUL) {
+    return a / (1.0f + expf(-a));
+  } else if constexpr (PROD == P_GELU_MUL) {
+    return a * 0.5f * (1.0f + erff(a * 0.70710678118654752f));
+  } else {
+    return 0.5f * a * (1.0f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
+  }
+}
 enum Scheme { S_NONE = 0, S_STATIC_FP8 = 1, S_STATIC_I8 = 2, S_TOKEN_FP8 = 3, S_TOKEN_I8 = 4,
               S_GROUP_FP8 = 5 };
 
@@ -61,14 +76,16 @@ struct Params {
   const void* x;
   const void* residual;
   const void* weight;      // null: no weight (all ones)
+  const void* up;          // act-and-mul: the up operand (null: the second half of x)
   void* out;               // T (S_NONE), else int8 / fp8 codes; contiguous [rows, hidden]
   void* residual_out;      // T, contiguous; may alias residual (in place)
   float* scales;           // dynamic schemes: computed scales
   const float* scale;      // static schemes: dequantization scale [1]
   const float* scale_ub;   // per-token fp8: optional upper bound on the row absmax
   int64_t rows;
-  int64_t hidden;          // output row length (silu_and_mul: half the input row)
+  int64_t hidden;          // output row length (act-and-mul on halves: half the input row)
   int64_t x_stride;        // input row strides, in elements
+  int64_t up_stride;
   int64_t r_stride;
   int64_t out_stride;      // out row stride when out is T (in place: x_stride)
   int64_t ro_stride;       // residual_out row stride (in place: r_stride)
@@ -113,11 +130,14 @@ template <typename T, typename W, int PROD> struct RowProducer {
   const Params& p;
   const T* x;
   const T* r;
+  const T* u;  // act-and-mul: this row of up
   T* r_out;
   float inv_rms;
 
   VX_DEV RowProducer(const Params& p_, int64_t row) : p(p_), inv_rms(0.f) {
     x = static_cast<const T*>(p.x) + row * p.x_stride;
+    u = !is_act(PROD) ? nullptr
+        : p.up != nullptr ? static_cast<const T*>(p.up) + row * p.up_stride : x + p.hidden;
     r = PROD == P_ADD_RMS_NORM ? static_cast<const T*>(p.residual) + row * p.r_stride : nullptr;
     r_out = PROD == P_ADD_RMS_NORM ? static_cast<T*>(p.residual_out) + row * p.ro_stride : nullptr;
   }
@@ -158,13 +178,13 @@ template <typename T, typename W, int PROD> struct RowProducer {
   template <int N> VX_DEV void values(int64_t i, float* v, bool final) const {
     if constexpr (PROD == P_IDENTITY) {
       load<T, N>(x + i, v);
-    } else if constexpr (PROD == P_SILU_MUL) {
+    } else if constexpr (is_act(PROD)) {
       float b[N];
       load<T, N>(x + i, v);
-      load<T, N>(x + p.hidden + i, b);
+      load<T, N>(u + i, b);
 #pragma unroll
       for (int k = 0; k < N; ++k) {
-        const float a = round_to<T>(v[k] / (1.0f + expf(-v[k])));
+        const float a = round_to<T>(activation<PROD>(v[k]));
         v[k] = round_to<T>(a * b[k]);
       }
     } else {

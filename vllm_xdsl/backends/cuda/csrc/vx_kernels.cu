@@ -44,7 +44,9 @@ static int elem_size(int dtype) { return dtype == D_F32 ? 4 : 2; }
 static int can_vectorize(const Params& p, int dtype, int scheme, int prod) {
   const int64_t es = elem_size(dtype), n = 16 / es;
   bool ok = aligned(p.x) && aligned(p.residual) && aligned(p.weight) && aligned(p.out) &&
-            aligned(p.residual_out) && p.hidden % n == 0 && (p.x_stride * es) % 16 == 0;
+            aligned(p.residual_out) && aligned(p.up) && p.hidden % n == 0 &&
+            (p.x_stride * es) % 16 == 0;
+  if (p.up != nullptr) ok = ok && (p.up_stride * es) % 16 == 0;
   if (prod == P_ADD_RMS_NORM) ok = ok && (p.r_stride * es) % 16 == 0 && (p.ro_stride * es) % 16 == 0;
   if (scheme == S_NONE) ok = ok && (p.out_stride * es) % 16 == 0;
   if (scheme == S_GROUP_FP8) ok = ok && p.group_size % n == 0;
@@ -102,6 +104,15 @@ static int launch_scheme(Params p, int scheme, int dtype, int wdtype, vxStream_t
         return fail("group_size %s%lld must divide the hidden size", "", p.group_size);
       return launch_dtype<PROD, S_GROUP_FP8>(p, dtype, wdtype, stream);
     default: return fail("unknown quant scheme code %s%lld", "", scheme);
+  }
+}
+
+static int launch_act(Params p, int act, int scheme, int dtype, vxStream_t stream) {
+  switch (act) {
+    case P_SILU_MUL: return launch_scheme<P_SILU_MUL>(p, scheme, dtype, dtype, stream);
+    case P_GELU_MUL: return launch_scheme<P_GELU_MUL>(p, scheme, dtype, dtype, stream);
+    case P_GELU_TANH_MUL: return launch_scheme<P_GELU_TANH_MUL>(p, scheme, dtype, dtype, stream);
+    default: return fail("unknown activation code %s%lld", "", act);
   }
 }
 
@@ -164,11 +175,14 @@ int vx_fused_add_rms_norm(void* out, void* residual_out, const void* x, const vo
   return launch_scheme<P_ADD_RMS_NORM>(p, S_NONE, dtype, wdtype, static_cast<vxStream_t>(stream));
 }
 
-int vx_silu_and_mul(void* out, const void* x, int64_t rows, int64_t d, int64_t x_stride, int dtype,
-                    void* stream) {
+// act(gate) * up for producer code `act` (P_SILU_MUL, P_GELU_MUL, P_GELU_TANH_MUL): gate and
+// up are the halves of x's rows (up null) or rows of x and up, of d elements each.
+int vx_act_and_mul(void* out, const void* x, const void* up, int64_t rows, int64_t d,
+                   int64_t x_stride, int64_t up_stride, int act, int dtype, void* stream) {
   Params p = {};
-  p.x = x; p.out = out; p.rows = rows; p.hidden = d; p.x_stride = x_stride; p.out_stride = d;
-  return launch_scheme<P_SILU_MUL>(p, S_NONE, dtype, dtype, static_cast<vxStream_t>(stream));
+  p.x = x; p.up = up; p.out = out; p.rows = rows; p.hidden = d; p.x_stride = x_stride;
+  p.up_stride = up_stride; p.out_stride = d;
+  return launch_act(p, act, S_NONE, dtype, static_cast<vxStream_t>(stream));
 }
 
 // Static / per-token / per-group quant of x (scheme codes as in kernels.cuh).
@@ -199,11 +213,12 @@ int vx_fused_add_rms_norm_quant(void* q, void* residual_out, float* scales, cons
   return launch_scheme<P_ADD_RMS_NORM>(p, scheme, dtype, dtype, static_cast<vxStream_t>(stream));
 }
 
-int vx_silu_and_mul_quant(void* q, float* scales, const void* x, int64_t rows, int64_t d,
-                          int64_t x_stride, VX_QUANT_ARGS, int dtype, void* stream) {
+int vx_act_and_mul_quant(void* q, float* scales, const void* x, const void* up, int64_t rows,
+                         int64_t d, int64_t x_stride, int64_t up_stride, int act, VX_QUANT_ARGS,
+                         int dtype, void* stream) {
   Params p = VX_QUANT_PARAMS(q, scales);
-  p.x = x; p.rows = rows; p.hidden = d; p.x_stride = x_stride;
-  return launch_scheme<P_SILU_MUL>(p, scheme, dtype, dtype, static_cast<vxStream_t>(stream));
+  p.x = x; p.up = up; p.rows = rows; p.hidden = d; p.x_stride = x_stride; p.up_stride = up_stride;
+  return launch_act(p, act, scheme, dtype, static_cast<vxStream_t>(stream));
 }
 
 // Dynamic per-tensor fp8: absmax over all rows into `scale`, the scale formula, then static quant.

@@ -1,0 +1,220 @@
+"""raise-native on quantization as real sources write it, compiled end to end with
+`torch.compile(backend="vllm_xdsl", options={"inner": "eager", "strict": True})`: every
+quant site is raised (as its exact variant, docs/OPS.md "Variants") and the compiled
+output equals eager bit for bit.
+
+- compressed-tensors 0.20 presets FP8, FP8_DYNAMIC and W8A8 on a tiny random-config
+  transformers Llama. Stock compressed-tensors breaks the graph at every Linear
+  (`patch_attr`), so each quantized Linear's forward here calls compressed-tensors' own
+  `forward_quantize` on its input and then `F.linear`.
+- vLLM's `QuantFP8.forward_native` (vllm/model_executor/layers/quantization/
+  input_quant_fp8.py), written out here as vLLM computes it: static, dynamic per token
+  (with and without scale_ub), per tensor, per group (ue8m0, column-major scales), on
+  [T, H] and [B, T, H] activations, after an RMSNorm (so fusion is counted too).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+BF16, F32 = torch.bfloat16, torch.float32
+FP8 = torch.float8_e4m3fn
+FMAX = 448.0
+MIN_SCALE = 1.0 / (FMAX * 512.0)
+_OP = re.compile(r"= (vllm\.[a-z0-9_]+)")
+
+
+def _compiled_ops(model: torch.nn.Module, inputs: tuple, tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch, priority: str | None = None
+                  ) -> tuple[dict[str, int], dict[str, int], bool]:
+    """(vllm ops after raise-native, after fuse-norm-quant, compiled output == eager)."""
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "")
+    torch._dynamo.reset()
+    options: dict[str, object] = {"inner": "eager", "strict": True}
+    if priority is not None:
+        options["priority"] = priority
+    with torch.no_grad():
+        want = model(*inputs)
+        compiled = torch.compile(model, backend="vllm_xdsl", options=options)
+        got = compiled(*inputs)
+    counts = []
+    for stage in ("01-raise-native.mlir", "02-fuse-norm-quant.mlir"):
+        found: dict[str, int] = {}
+        for f in sorted(tmp_path.glob(f"*/{stage}")):
+            for name in _OP.findall(f.read_text()):
+                found[name] = found.get(name, 0) + 1
+        counts.append(found)
+    want_t = want.logits if hasattr(want, "logits") else want
+    got_t = got.logits if hasattr(got, "logits") else got
+    same = all(torch.equal(a.float(), b.float()) for a, b in zip(_flat(want_t), _flat(got_t),
+                                                                strict=True))
+    return counts[0], counts[1], same
+
+
+def _flat(t: object) -> list[torch.Tensor]:
+    return list(t) if isinstance(t, tuple) else [t]  # type: ignore[list-item]
+
+
+def _quants(counts: dict[str, int]) -> int:
+    return sum(n for k, n in counts.items() if k.endswith("_quant"))
+
+
+# --- compressed-tensors -----------------------------------------------------------------
+
+
+def _ct_llama(preset: str) -> tuple[torch.nn.Module, int]:
+    ct = pytest.importorskip("compressed_tensors.quantization")
+    transformers = pytest.importorskip("transformers")
+    from compressed_tensors.quantization.lifecycle.forward import forward_quantize
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=128, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg).to(BF16).eval()
+    config = ct.QuantizationConfig(
+        config_groups={"group_0": ct.preset_name_to_scheme(preset, ["Linear"])},
+        ignore=["lm_head"], quantization_status=ct.QuantizationStatus.FROZEN)
+    ct.apply_quantization_config(model, config, show_progress=False)
+    sites = 0
+    for module in model.modules():
+        scheme = getattr(module, "quantization_scheme", None)
+        if scheme is None or scheme.input_activations is None:
+            continue
+        sites += 1
+        for name, value in (("input_scale", 0.011), ("weight_scale", 0.002)):
+            if (p := getattr(module, name, None)) is not None:
+                p.data.fill_(value)  # calibrated scales, as a checkpoint would hold
+
+        def forward(x: torch.Tensor, m: torch.nn.Module = module) -> torch.Tensor:
+            x = forward_quantize(m, x, "input", m.quantization_scheme.input_activations)
+            return F.linear(x, m.weight, m.bias)
+
+        module.forward = forward
+    return model, sites
+
+
+@pytest.mark.parametrize("provider", ["native", "triton"])
+@pytest.mark.parametrize("preset, op", [
+    ("FP8", "vllm.static_scaled_fp8_quant"),
+    ("FP8_DYNAMIC", "vllm.dynamic_per_token_scaled_fp8_quant"),
+    ("W8A8", "vllm.dynamic_per_token_scaled_int8_quant"),
+])
+def test_compressed_tensors_presets(preset: str, op: str, provider: str, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """`triton`: every quant and fused quant runs as a Triton kernel (interpreted)."""
+    if provider == "triton":
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    model, sites = _ct_llama(preset)
+    assert sites == 14  # 2 layers x (q, k, v, o, gate, up, down)
+    ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
+    priority = None if provider == "native" else ";".join(
+        f"{name}=triton!" for name in (op.removeprefix("vllm."), "rms_norm_quant"))
+    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch, priority)
+    assert raised == {op: sites, "vllm.rms_norm": 5}, raised
+    # q/k/v and gate/up read a norm: 10 quants fuse with it; o and down read no norm.
+    assert fused.get("vllm.rms_norm_quant", 0) == 10 and fused.get(op) == 4, fused
+    assert same
+    if provider == "triton":
+        report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))
+        assert report.count("-> triton") == 14, report
+
+
+# --- vLLM QuantFP8.forward_native -------------------------------------------------------
+
+
+class _Norm(torch.nn.Module):
+    """vLLM's RMSNorm.forward_static (no residual), so the quant can fuse with it."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(hidden) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.to(F32)
+        var = xf.pow(2).mean(dim=-1, keepdim=True)
+        return (xf * torch.rsqrt(var + 1e-6)).to(x.dtype) * self.weight
+
+
+class QuantFP8Native(torch.nn.Module):
+    """RMSNorm then vLLM's QuantFP8.forward_native; returns (q as f32, scale)."""
+
+    def __init__(self, hidden: int, kind: str, ue8m0: bool = False, column_major: bool = False,
+                 scale_ub: bool = False) -> None:
+        super().__init__()
+        self.norm = _Norm(hidden)
+        self.kind, self.ue8m0, self.column_major = kind, ue8m0, column_major
+        self.register_buffer("scale", torch.tensor([0.02], dtype=F32))
+        self.register_buffer("scale_ub", torch.tensor([1.5], dtype=F32) if scale_ub else None)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.norm(x)
+        if self.kind == "group":
+            q, s = self._group(x)
+            return q.to(F32), s
+        if self.kind == "static":
+            scale = self.scale
+        elif self.kind == "token":
+            x_max, _ = x.abs().max(dim=-1)
+            x_max = x_max.unsqueeze(-1).to(F32)
+            if self.scale_ub is not None:
+                x_max = x_max.clamp(max=self.scale_ub)
+            scale = (x_max / FMAX).clamp(min=MIN_SCALE)
+        else:
+            x_max = x.abs().max().unsqueeze(-1).to(F32)
+            scale = (x_max / FMAX).clamp(min=MIN_SCALE)
+        out = x.to(F32) * scale.to(F32).reciprocal()
+        return out.clamp(-FMAX, FMAX).to(FP8).to(F32), scale
+
+    def _group(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        orig_shape, groups, gs = x.shape, x.shape[-1] // 32, 32
+        x_grouped = x.view(-1, groups, gs)
+        absmax = x_grouped.abs().max(dim=-1, keepdim=True)[0].float()
+        scales_raw = absmax / FMAX
+        if self.ue8m0:
+            scales_raw = torch.exp2(torch.ceil(torch.log2(scales_raw)))
+        scales = scales_raw.clamp(min=MIN_SCALE)
+        x_quant = (x_grouped / scales).clamp(-FMAX, FMAX).to(FP8)
+        x_quant = x_quant.view(-1, groups * gs).view(orig_shape)
+        scales = scales.squeeze(-1).reshape(orig_shape[:-1] + (groups,))
+        if self.column_major:
+            scales = scales.transpose(-2, -1).contiguous().transpose(-1, -2)
+        return x_quant, scales
+
+
+VLLM_CASES = {
+    "static": (dict(kind="static"), "vllm.static_scaled_fp8_quant", True),
+    "per_token": (dict(kind="token"), "vllm.dynamic_per_token_scaled_fp8_quant", True),
+    "per_token_ub": (dict(kind="token", scale_ub=True),
+                     "vllm.dynamic_per_token_scaled_fp8_quant", True),
+    # Dynamic per tensor needs a global max before any row: raised, never fused.
+    "per_tensor": (dict(kind="tensor"), "vllm.dynamic_scaled_fp8_quant", False),
+    "group": (dict(kind="group"), "vllm.per_token_group_fp8_quant", True),
+    "group_ue8m0_colmajor": (dict(kind="group", ue8m0=True, column_major=True),
+                             "vllm.per_token_group_fp8_quant", True),
+}
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "3d"])
+@pytest.mark.parametrize("name", list(VLLM_CASES))
+def test_vllm_quant_fp8_native(name: str, shape: tuple[int, ...], tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    kwargs, op, fuses = VLLM_CASES[name]
+    torch.manual_seed(0)
+    model = QuantFP8Native(shape[-1], **kwargs).to(BF16)
+    model.scale = model.scale.float()  # vLLM keeps its scales in f32
+    if model.scale_ub is not None:
+        model.scale_ub = model.scale_ub.float()
+    x = torch.randn(shape, dtype=BF16) * 3
+    raised, fused, same = _compiled_ops(model, (x,), tmp_path, monkeypatch)
+    assert raised == {"vllm.rms_norm": 1, op: 1}, raised
+    if fuses:
+        assert _quants(fused) == 1 and "vllm.rms_norm" not in fused, fused
+    assert same

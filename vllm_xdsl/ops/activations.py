@@ -1,0 +1,85 @@
+"""The activation-and-mul family: `act(gate) * up` for act in silu, gelu (erf), gelu (tanh).
+
+One contract, parameterised by the activation (vLLM's `SiluAndMul` and
+`GeluAndMul(approximate="none" | "tanh")`), on one operand or two:
+
+- `x[..., 2d]`, `up=None`: gate = `x[..., :d]`, up = `x[..., d:]` (a fused gate_up
+  projection, as vLLM's MLPs have);
+- `x[..., d]` and `up[..., d]`: separate gate and up projections (the HF Llama, Qwen,
+  Mistral and Gemma MLPs: `act_fn(gate_proj(x)) * up_proj(x)`), same shape and dtype.
+
+Computed in the dtype of x as torch computes it: the activation is rounded to that dtype
+(torch's f16/bf16 kernels compute it in f32 and round once), then the product is rounded
+once. One signature family: each op is `ACT_AND_MUL[activation]` (plain) or its fused quant
+twin, so no activation has its own copy of the argument checks.
+
+Annotations are real (no `from __future__ import annotations`): torch.library infers the
+custom op schemas from them.
+"""
+
+import torch
+from torch import Tensor
+
+# Semantic op name -> the activation it applies (vLLM's op names).
+ACTIVATIONS: dict[str, str] = {
+    "silu_and_mul": "silu",
+    "gelu_and_mul": "gelu",
+    "gelu_tanh_and_mul": "gelu_tanh",
+}
+FUSED_ACT_OPS: tuple[str, ...] = tuple(f"{name}_quant" for name in ACTIVATIONS)
+
+
+def activation_of(op: str) -> str | None:
+    """The activation of an act-and-mul op (plain or fused quant), else None."""
+    return ACTIVATIONS.get(op.removesuffix("_quant"))
+
+
+def apply_activation(activation: str, a: Tensor) -> Tensor:
+    """torch's own activation, in a's dtype (the rounding point of the contract)."""
+    if activation == "silu":
+        return torch.nn.functional.silu(a)
+    if activation == "gelu":
+        return torch.nn.functional.gelu(a)
+    if activation == "gelu_tanh":
+        return torch.nn.functional.gelu(a, approximate="tanh")
+    raise ValueError(f"unknown activation {activation!r} (known: silu, gelu, gelu_tanh)")
+
+
+def gate_and_up(op: str, x: Tensor, up: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The (gate, up) operands of an act-and-mul call; ValueError naming the op if invalid."""
+    if up is None:
+        h = x.shape[-1] if x.dim() else 1
+        d = h // 2
+        if x.dim() == 0 or h != 2 * d:
+            raise ValueError(f"{op}: last dimension {h if x.dim() else 0} is not even")
+        return x[..., :d], x[..., d:]
+    if up.shape != x.shape or up.dtype != x.dtype:
+        raise ValueError(
+            f"{op}: up {tuple(up.shape)} {up.dtype} must have the shape and dtype of "
+            f"x {tuple(x.shape)} {x.dtype}"
+        )
+    return x, up
+
+
+def act_and_mul(activation: str, op: str, x: Tensor, up: Tensor | None) -> Tensor:
+    gate, u = gate_and_up(op, x, up)
+    return apply_activation(activation, gate) * u
+
+
+def silu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return act_and_mul("silu", "silu_and_mul", x, up)
+
+
+def gelu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return act_and_mul("gelu", "gelu_and_mul", x, up)
+
+
+def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
+    return act_and_mul("gelu_tanh", "gelu_tanh_and_mul", x, up)
+
+
+ACT_AND_MUL = {
+    "silu_and_mul": silu_and_mul,
+    "gelu_and_mul": gelu_and_mul,
+    "gelu_tanh_and_mul": gelu_tanh_and_mul,
+}

@@ -1,0 +1,97 @@
+"""The native contract of every quant variant (docs/OPS.md, "Variants"): one function.
+
+`quantize_variant(x, scheme, scale, scale_ub, zero_point)` computes what a scheme with a
+non-default variant (or a zero point) denotes. Every rounding is explicit: values live in
+f32, and a "rounded to bf16" step is `.to(bf16).float()` (what torch computes for a bf16
+op: the f32 result rounded once). With the default variant and no zero point it computes
+the OPS.md rows exactly (test_ops_variants.py checks it against natives.py).
+
+Like natives.py this runs on fake tensors (no `.item()`, no data-dependent shapes).
+"""
+
+import torch
+from torch import Tensor
+
+from vllm_xdsl.ops.scheme import QuantScheme
+
+_F32 = torch.float32
+
+
+def _rounded(v: Tensor, dtype: torch.dtype) -> Tensor:
+    return v if dtype == _F32 else v.to(dtype).to(_F32)
+
+
+def dynamic_scale(xs: Tensor, scheme: QuantScheme, scale_ub: Tensor | None) -> Tensor:
+    """The f32 value of the dynamic scale of `xs` (x, or x grouped as [..., G, gs])."""
+    v = scheme.variant
+    if scheme.granularity == "tensor":
+        a = xs.abs().amax().reshape(1)
+    else:
+        a = xs.abs().amax(dim=-1, keepdim=True)
+    if scale_ub is not None:
+        a = torch.minimum(a, scale_ub.to(_F32))
+    if scheme.granularity == "group" and not v.floor:
+        a = torch.clamp(a, min=scheme.group_eps)  # the contract floors the group absmax
+    s = _rounded(a / (v.scale_range or scheme.qmax), v.scale_dtype)
+    if scheme.use_ue8m0:
+        s = torch.exp2(torch.ceil(torch.log2(s)))
+    if v.floor == "min_scale" or (not v.floor and scheme.is_fp8 and scheme.granularity != "group"):
+        s = torch.clamp(s, min=1.0 / (scheme.qmax * 512.0))
+    elif v.floor == "zero_eps":
+        eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype, device=s.device).to(_F32)
+        s = torch.where(s == 0, eps, s)
+    return _rounded(s, v.scale_dtype)  # the floored scale is a scale-dtype value too
+
+
+def quantize_variant(
+    x: Tensor,
+    scheme: QuantScheme,
+    scale: Tensor | None = None,
+    scale_ub: Tensor | None = None,
+    zero_point: Tensor | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """(q, computed scales in the variant's scale dtype; None for a static scheme)."""
+    v = scheme.variant
+    xf = x.to(_F32)
+    xs = xf
+    if scheme.granularity == "group":
+        hidden = x.shape[-1]
+        if hidden % scheme.group_size:
+            raise ValueError(
+                f"group_size {scheme.group_size} does not divide hidden size {hidden}"
+            )
+        xs = xf.reshape(*x.shape[:-1], hidden // scheme.group_size, scheme.group_size)
+    if scheme.static:
+        if scale is None:
+            raise ValueError(f"static quant scheme {scheme} needs a scale")
+        s = scale.to(_F32)
+    else:
+        s = dynamic_scale(xs, scheme, scale_ub)
+    y = xs / s if scheme.scaling == "div" else xs * torch.reciprocal(s)
+    if scheme.dtype == torch.int8 and not scheme.static and not v.floor:
+        y = torch.where(s == 0, torch.zeros_like(y), y)  # a zero row quantizes to 0
+    y = _rounded(y, v.quotient_dtype)
+    if zero_point is not None:
+        y = _rounded(y + zero_point.to(v.quotient_dtype).to(_F32), v.quotient_dtype)
+    if scheme.dtype == torch.int8:
+        q = torch.round(y).clamp(-128.0, 127.0).to(torch.int8)
+    else:
+        q = torch.clamp(y, -scheme.qmax, scheme.qmax).to(scheme.dtype)
+    q = q.reshape(x.shape)
+    if scheme.static:
+        return q, None
+    return q, _scales(s.to(v.scale_dtype), scheme, x)
+
+
+def _scales(s: Tensor, scheme: QuantScheme, x: Tensor) -> Tensor:
+    if scheme.granularity == "tensor":
+        return s.reshape(1)
+    if scheme.granularity == "token":
+        return s.reshape(-1, 1)
+    groups = x.shape[-1] // scheme.group_size
+    s = s.reshape(-1, groups)
+    if scheme.column_major_scales:
+        scales = torch.empty((groups, s.shape[0]), dtype=s.dtype, device=x.device).t()
+        scales.copy_(s)
+        return scales
+    return s
