@@ -15,7 +15,9 @@ child processes whose CPU time getrusage can count).
 - `same`: one process, variants interleaved (inductor, ours, inductor, ours, ...) after
   a 1-layer warm-up of each (imports and first-use initialisation are not counted);
 - `fresh`: each compile in a fresh subprocess (`--one VARIANT LAYERS`), alternating,
-  imports counted (ours includes importing xDSL and vllm_xdsl: "ours import").
+  imports counted (ours includes importing xDSL and vllm_xdsl: "ours import");
+- `warm`: caches ON (FX graph cache, AOTAutograd cache), one fresh cache directory per
+  variant and round: a first process fills it, a second process is timed.
 
 Per compile: wall seconds, process CPU seconds (self; children = the C++ compiler), and
 the phases from torch's own `dynamo_timed` counters (torch._dynamo.utils
@@ -29,12 +31,14 @@ ours import / passes / export of `transform`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -74,13 +78,17 @@ def _metric(name: str) -> float:
     return sum(compilation_time_metrics.get(name, []))
 
 
-def compile_once(variant: str, layers: int) -> dict[str, Any]:
-    """Compile and call the model once; wall, CPU and per-phase seconds."""
+def compile_once(variant: str, layers: int, warm: bool = False) -> dict[str, Any]:
+    """Compile and call the model once; wall, CPU and per-phase seconds. With `warm`,
+    the caches stay on, in the TORCHINDUCTOR_CACHE_DIR the caller set."""
     import torch
     from torch._dynamo.utils import compilation_time_metrics
     from torch._inductor.utils import fresh_cache
 
-    _caches_off()
+    if warm:
+        torch._inductor.config.compile_threads = 1
+    else:
+        _caches_off()
     model = build_model(layers)
     ids = torch.randint(0, 256, (1, TOKENS))
     torch._dynamo.reset()
@@ -106,7 +114,7 @@ def compile_once(variant: str, layers: int) -> dict[str, Any]:
     else:
         compiled = torch.compile(model, backend="inductor", dynamic=True, fullgraph=True)
     try:
-        with fresh_cache(), torch.no_grad():
+        with contextlib.nullcontext() if warm else fresh_cache(), torch.no_grad():
             cpu0, child0, wall0 = time.process_time(), _children_cpu(), time.perf_counter()
             compiled(ids, use_cache=False)
             wall = time.perf_counter() - wall0
@@ -139,13 +147,19 @@ def compile_once(variant: str, layers: int) -> dict[str, Any]:
             "phases": phases}
 
 
-def _fresh(variant: str, layers: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--one", variant, str(layers)],
-                         capture_output=True, text=True, timeout=1800, check=True)
+def _fresh(variant: str, layers: int, cache_dir: str | None = None) -> dict[str, Any]:
+    """One compile in a fresh process; with `cache_dir`, caches on in that directory."""
+    env = dict(os.environ)
+    extra = []
+    if cache_dir is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
+        extra = ["--warm"]
+    out = subprocess.run([sys.executable, __file__, "--one", variant, str(layers), *extra],
+                         capture_output=True, text=True, timeout=1800, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _one(variant: str, layers: int) -> None:
+def _one(variant: str, layers: int, warm: bool) -> None:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     import torch  # noqa: F401
     import transformers  # noqa: F401
@@ -160,7 +174,7 @@ def _one(variant: str, layers: int) -> None:
         import vllm_xdsl.frontend  # noqa: F401
         import vllm_xdsl.transforms  # noqa: F401
         ours_import = time.perf_counter() - start
-    rec = compile_once(variant, layers)
+    rec = compile_once(variant, layers, warm)
     rec["phases"]["ours import"] = ours_import
     rec["torch import"] = torch_import
     rec["wall"] += ours_import
@@ -197,12 +211,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", default="2,8", help="comma-separated, e.g. 2,8,32")
     ap.add_argument("--rounds", type=int, default=2, help="compiles per variant and size")
-    ap.add_argument("--mode", default="same,fresh", help="same, fresh or both")
+    ap.add_argument("--mode", default="same,fresh", help="comma-separated: same, fresh, warm")
     ap.add_argument("--json", help="write the medians here")
     ap.add_argument("--one", nargs=2, metavar=("VARIANT", "LAYERS"), help=argparse.SUPPRESS)
+    ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        _one(args.one[0], int(args.one[1]))
+        _one(args.one[0], int(args.one[1]), args.warm)
         return
     sizes = [int(x) for x in args.layers.split(",")]
     modes = args.mode.split(",")
@@ -218,6 +233,15 @@ def main() -> None:
         for layers in sizes:
             recs = [_fresh(v, layers) for _ in range(args.rounds) for v in VARIANTS]
             out[f"fresh/{layers}"] = _report("fresh processes", layers, recs)
+    if "warm" in modes:  # per variant and round: a fresh cache dir, filled, then timed
+        for layers in sizes:
+            recs = []
+            for _ in range(args.rounds):
+                for v in VARIANTS:
+                    with tempfile.TemporaryDirectory() as cache_dir:
+                        _fresh(v, layers, cache_dir)
+                        recs.append(_fresh(v, layers, cache_dir))
+            out[f"warm/{layers}"] = _report("warm-cache second process", layers, recs)
     print(f"\nload average {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
