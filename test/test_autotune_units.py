@@ -242,5 +242,7 @@ def test_cli_model(cache_dir, capsys):
     assert main(["--model", "demo", "--hidden", "64", "--max-tokens", "2", "--target", "cpu"]) == 0
     out = capsys.readouterr().out
     ops_tuned = {ln.split()[0] for ln in out.splitlines() if ln and not ln.startswith(" ")}
-    assert {"rms_norm", "rms_norm_quant", "silu_and_mul_quant"} <= ops_tuned, out
+    # The bf16 residual adds are raised (rounded_sum) and fused with the norms after them.
+    assert {"rms_norm_quant", "fused_add_rms_norm_quant", "fused_add_rms_norm",
+            "silu_and_mul_quant"} <= ops_tuned, out
     assert "x=float32[T,64]" not in out and "x=bfloat16[T,64] " in out

@@ -225,7 +225,8 @@ def _scheme_inputs(scheme: tuple, y: torch.Tensor) -> tuple[tuple, torch.Tensor 
 def test_fused(kernels: Kernels, scheme: tuple, dtype: torch.dtype) -> None:
     for shape in SHAPES:
         x, r = _x(shape, dtype, 7), _x(shape, dtype, 8)
-        w = torch.randn(shape[1]).to(dtype)
+        # Seeded, not the global generator: the data must not depend on which tests ran first.
+        w = torch.randn(shape[1], generator=torch.Generator().manual_seed(10)).to(dtype)
         args, scale, ub = _scheme_inputs(scheme, N.rms_norm(x, w, 1e-6))
         got = kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args)
         _assert_no_alias(got, (x, w, scale, ub))
@@ -286,6 +287,48 @@ def _compare(got: tuple, want: tuple, what: str) -> None:
         assert g.shape == w.shape and g.stride() == w.stride(), f"{what}: layout {g.stride()} vs {w.stride()}"
         problem = contract_error(g, w, kind="scales" if g.dtype == torch.float32 else "value")
         assert problem is None, f"{what}: {problem}"
+
+
+def _agreement(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.float() == b.float()).float().mean().item()
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("weight", ["none", "same", "f32"])
+def test_rounded_sum_variant(kernels: Kernels, dtype: torch.dtype, weight: str) -> None:
+    # Each variant's kernel agrees with its own native (residual_out bit for bit, the norm
+    # output but for the row sum's reduction order) and visibly not with the other's, so a
+    # kernel reading the wrong sum fails. Unfused, fused with a quant, and in place.
+    x, r = _x((17, 64), dtype, 11), _x((17, 64), dtype, 12)
+    w = {"none": None, "same": torch.randn(64).to(dtype), "f32": torch.randn(64)}[weight]
+    args = (torch.float8_e4m3fn, False, "token", 0, False, False, 1e-10)
+    for rounded in (False, True):
+        want = N.fused_add_rms_norm(x, r, w, 1e-6, rounded)
+        other = N.fused_add_rms_norm(x, r, w, 1e-6, not rounded)
+        for got in (kernels.fused_add_rms_norm(x, r, w, 1e-6, rounded),
+                    kernels.fused_add_rms_norm(x.clone(), r.clone(), w, 1e-6, rounded,
+                                               inplace=True)):
+            assert torch.equal(got[1], want[1])
+            _check(got[0], want[0], "norm")
+            assert _agreement(got[0], want[0]) >= 0.99 > 0.95 >= _agreement(got[0], other[0])
+        got = kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-6, None, None, args, rounded)
+        want_q = F.fused_add_rms_norm_quant(x, r, w, 1e-6, None, None, *args, rounded_sum=rounded)
+        _compare(got, want_q, f"fused_add_rms_norm_quant rounded_sum={rounded}")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES[:4] + SCHEMES[7:8], ids=str)
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_fused_with_f32_weight(kernels: Kernels, scheme: tuple, dtype: torch.dtype) -> None:
+    # Gemma's f32 `1 + w` on f16/bf16 x, fused with a quant: the composition (OPS.md).
+    for shape in SHAPES:
+        x, r = _x(shape, dtype, 13), _x(shape, dtype, 14)
+        w = torch.rand(shape[1]) + 0.5
+        args, scale, ub = _scheme_inputs(scheme, N.rms_norm(x, w, 1e-6))
+        _compare(kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args),
+                 F.rms_norm_quant(x, w, 1e-6, scale, ub, *args), f"rms_norm_quant {shape}")
+        _compare(kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-6, scale, ub, args, True),
+                 F.fused_add_rms_norm_quant(x, r, w, 1e-6, scale, ub, *args, rounded_sum=True),
+                 f"fused_add_rms_norm_quant rounded_sum {shape}")
 
 
 def test_cpu_tensors_on_real_backend_give_clear_error() -> None:

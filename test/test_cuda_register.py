@@ -52,7 +52,10 @@ def test_supports_args(vendor: str) -> None:
     x, w = _meta((None, 4096)), _meta((4096,))
     assert _rejects("rms_norm", vendor, x, w, 1e-6) is None
     assert _rejects("rms_norm", vendor, x, _meta((4096,), torch.float32), 1e-6) is None  # Gemma
-    assert "weight dtype" in _rejects("rms_norm_quant", vendor, x, _meta((4096,), torch.float32),
+    # A Gemma f32 weight fuses with any quant; other weight dtypes are not CUDA's.
+    assert _rejects("rms_norm_quant", vendor, x, _meta((4096,), torch.float32),
+                    1e-6, None, None, FP8, False, "token") is None
+    assert "weight dtype" in _rejects("rms_norm_quant", vendor, x, _meta((4096,), torch.float16),
                                       1e-6, None, None, FP8, False, "token")
     assert f"need one {vendor} device" in _rejects("rms_norm", vendor, _meta((3, 64), device="cpu"), None, 1e-6)
     assert "does not divide" in _rejects("per_token_group_fp8_quant", vendor, x, 100)

@@ -121,8 +121,8 @@ def test_eager_errors(clean):
 
 
 def inplace_fused_add(calls):
-    def fused_add_rms_norm(x, residual, weight, epsilon):
-        out, res = ops.fused_add_rms_norm.native(x, residual, weight, epsilon)
+    def fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum=False):
+        out, res = ops.fused_add_rms_norm.native(x, residual, weight, epsilon, rounded_sum)
         x.copy_(out)  # an in-place kernel: results written over the inputs
         residual.copy_(res)
         calls.append(1)

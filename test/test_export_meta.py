@@ -15,7 +15,8 @@ from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
 def _layers(x: torch.Tensor, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     for _ in range(3):  # norm + quant, fused by the pass: three new ops of one metadata
         q = ops.static_scaled_fp8_quant(ops.rms_norm(x, w, 1e-6), s)
-        x = q.float().to(x.dtype) * 0.5 + x
+        # A sub, not an add: a bf16 residual add before the norm would be fused with it.
+        x = q.float().to(x.dtype) * 0.5 - x
     return x
 
 

@@ -26,7 +26,7 @@ from vllm_xdsl.dialects.torch import (
     resolve_overload,
 )
 from vllm_xdsl.dialects.types import torch_dtype
-from vllm_xdsl.dialects.vllm import SemanticSignature
+from vllm_xdsl.dialects.vllm import SemanticSignature, has_rounded_sum
 from vllm_xdsl.ops import ALL_OPS
 
 
@@ -64,6 +64,8 @@ def _run_vllm(op: SemanticSignature, env: dict[SSAValue, Any]) -> None:
         elif name == "variance_size":
             prop = op.variance_size  # type: ignore[attr-defined]
             kwargs[name] = None if prop is None else prop.value.data
+        elif name == "rounded_sum":
+            kwargs[name] = has_rounded_sum(op)
         elif name in derived:
             kwargs[name] = derived[name]
         else:

@@ -249,9 +249,9 @@ def test_forced_impl_that_rejects_the_arguments(swap_impl) -> None:
 # --- in-place safety -------------------------------------------------------------------------
 
 
-def _inplace_fused_add(x, residual, weight, epsilon):
+def _inplace_fused_add(x, residual, weight, epsilon, rounded_sum=False):
     """A correct in-place kernel: out into x, residual_out into residual."""
-    out, res = ops.fused_add_rms_norm.native(x, residual, weight, epsilon)
+    out, res = ops.fused_add_rms_norm.native(x, residual, weight, epsilon, rounded_sum)
     x.copy_(out)
     residual.copy_(res)
     return x, residual

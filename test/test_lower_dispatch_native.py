@@ -89,15 +89,18 @@ def test_rms_norm(dt: str, variant: str) -> None:
 
 
 @pytest.mark.parametrize("dt", DTYPES)
-@pytest.mark.parametrize("weight", [True, False])
-def test_fused_add_rms_norm(dt: str, weight: bool) -> None:
+@pytest.mark.parametrize("weight", ["same", "none", "f32"])
+@pytest.mark.parametrize("rounded", [False, True])
+def test_fused_add_rms_norm(dt: str, weight: str, rounded: bool) -> None:
     dtype = DTYPES[dt]
     t = f"tensor<?x{H}x{dt}>"
-    w = f" weight(%w : tensor<{H}x{dt}>)" if weight else ""
-    body = (f"  %o, %ro = vllm.fused_add_rms_norm %x, %r{w} {{epsilon = 1.0e-05 : f64}} : {t}, {t}"
+    wdt = "f32" if weight == "f32" else dt
+    w = f" weight(%w : tensor<{H}x{wdt}>)" if weight != "none" else ""
+    attrs = "{epsilon = 1.0e-05 : f64, rounded_sum}" if rounded else "{epsilon = 1.0e-05 : f64}"
+    body = (f"  %o, %ro = vllm.fused_add_rms_norm %x, %r{w} {attrs} : {t}, {t}"
             f" -> {t}, {t}\n  func.return %o, %ro : {t}, {t}")
-    _check(_func(f"%x: {t}, %r: {t}, %w: tensor<{H}x{dt}>", body, f"{t}, {t}"),
-           _x(dtype), _x(dtype, seed=1), (torch.rand(H) + 0.5).to(dtype))
+    _check(_func(f"%x: {t}, %r: {t}, %w: tensor<{H}x{wdt}>", body, f"{t}, {t}"),
+           _x(dtype), _x(dtype, seed=1), (torch.rand(H) + 0.5).to(DTYPES[wdt]))
 
 
 FP8 = {"f8E4M3FN": torch.float8_e4m3fn, "f8E4M3FNUZ": torch.float8_e4m3fnuz}
@@ -196,21 +199,24 @@ def _scheme_parts(scheme: str, scales: str | None, ub: bool) -> tuple[str, str, 
 
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("scheme,qt,scales", SCHEMES)
-def test_fused_norm_quant(dt: str, scheme: str, qt: str, scales: str | None) -> None:
+@pytest.mark.parametrize("variant", ["default", "rounded_sum_f32_weight"])
+def test_fused_norm_quant(dt: str, scheme: str, qt: str, scales: str | None, variant: str) -> None:
     t, q = f"tensor<?x{H}x{dt}>", f"tensor<?x{H}x{qt}>"
     operands, rtype, rname = _scheme_parts(scheme, scales, ub=qt != "i8")
-    w = f" weight(%w : tensor<{H}x{dt}>)"
+    wdt = "f32" if variant != "default" else dt
+    w = f" weight(%w : tensor<{H}x{wdt}>)"
     attrs = f"{{epsilon = 1.0e-06 : f64, scheme = #vllm.quant<{scheme}>}}"
+    add_attrs = attrs if variant == "default" else attrs.replace("f64,", "f64, rounded_sum,")
     body = "\n".join([
         f"  %q{rname} = vllm.rms_norm_quant %x{w}{operands} {attrs} : {t} -> {q}{rtype}",
         f"  %f, %fr{rname.replace('qs', 'fs')} = vllm.fused_add_rms_norm_quant %x, %r{w}{operands} "
-        f"{attrs} : {t}, {t} -> {q}, {t}{rtype}",
+        f"{add_attrs} : {t}, {t} -> {q}, {t}{rtype}",
         f"  func.return %q{rname}, %f, %fr{rname.replace('qs', 'fs')} : {q}{rtype}, {q}, {t}{rtype}",
     ])
-    args = f"%x: {t}, %r: {t}, %w: tensor<{H}x{dt}>, %s: tensor<1xf32>, %u: tensor<1xf32>"
+    args = f"%x: {t}, %r: {t}, %w: tensor<{H}x{wdt}>, %s: tensor<1xf32>, %u: tensor<1xf32>"
     dtype = DTYPES[dt]
     _check(_func(args, body, f"{q}{rtype}, {q}, {t}{rtype}"), _x(dtype), _x(dtype, seed=2),
-           (torch.rand(H) + 0.5).to(dtype), torch.tensor([0.01]), torch.tensor([0.003]))
+           (torch.rand(H) + 0.5).to(DTYPES[wdt]), torch.tensor([0.01]), torch.tensor([0.003]))
 
 
 @pytest.mark.parametrize("dt", DTYPES)

@@ -47,7 +47,9 @@ CASES = {
     "weight_before_cast": (lambda: forms.WeightBeforeCastNorm(H), _one, {NORM: 1}, {NORM: 1}, ("norm",)),
     "no_weight_norm": (lambda: forms.NoWeightNorm(H), _one, {NORM: 1}, {NORM: 1}, ("norm",)),
     "gemma_norm": (lambda: forms.GemmaRMSNorm(H), _one, {NORM: 1}, {NORM: 1}, ("norm",)),
-    "residual_norm": (lambda: forms.ResidualNorm(H), _two, None, None, ("norm", "value")),
+    # The HF residual add: in f16/bf16 the rounded_sum variant (exact), in f32 the default.
+    "residual_norm": (lambda: forms.ResidualNorm(H), _two, {FUSED: 1}, {FUSED: 1},
+                      ("norm", "value")),
     "vllm_fused_add": (lambda: forms.VllmFusedAddNorm(H), _two, {FUSED: 1}, {FUSED: 1},
                        ("norm", "value")),
     # Every quant form is raised as its exact variant (docs/OPS.md "Variants"), so at
@@ -75,15 +77,11 @@ CASES = {
 
 # Counts that depend on the dtype (None above).
 DTYPE_COUNTS = {
-    # The HF residual sum is rounded to f16/bf16 before the norm: only the norm is raised.
-    "residual_norm": {F32: {FUSED: 1}, F16: {NORM: 1}, BF16: {NORM: 1}},
     # After model.to(dt) the scale is f16/bf16 and so is its reciprocal: a rounded scale,
     # which no variant describes (a variant's reciprocal is f32).
     "static_quant_reciprocal": {F32: {STATIC: 1}, F16: {}, BF16: {}},
 }
 EXACT_DTYPE_COUNTS = {
-    # The HF residual add rounds the sum before the norm: exact only in f32.
-    "residual_norm": {F32: {FUSED: 1}, F16: {NORM: 1}, BF16: {NORM: 1}},
     "static_quant_reciprocal": {F32: {STATIC: 1}, F16: {}, BF16: {}},
 }
 
@@ -146,13 +144,17 @@ def test_dead_decomposition_is_removed() -> None:
         assert gone not in body, body
 
 
-@pytest.mark.parametrize("dt", [BF16, F16], ids=str)
-def test_approx_mode_fuses_the_rounded_residual_add(dt: torch.dtype) -> None:
-    """approx=true raises the HF residual add (a different rounding point) within OPS.md."""
+@pytest.mark.parametrize("approx", [False, True])
+@pytest.mark.parametrize("dt", [BF16, F16, F32], ids=str)
+def test_rounded_residual_add_is_the_rounded_sum_variant(dt: torch.dtype, approx: bool) -> None:
+    """The HF residual add in f16/bf16 becomes fused_add_rms_norm{rounded_sum}, bit-exact,
+    with or without approx (nothing left to approximate); in f32 the default spelling."""
     run = compile_and_run(_make("residual_norm", dt), lambda t: _two(t, dt), "dynamic",
-                          kinds=("norm", "value"), approx=True)
+                          kinds=("norm", "value"), approx=approx)
     assert dict(run.counts) == {FUSED: 1}, run.after[0]
-    assert run.problems == [], run.problems
+    fused = next(ln for ln in run.after[0].splitlines() if "vllm.fused_add_rms_norm" in ln)
+    assert ("rounded_sum" in fused) == (dt != F32), fused
+    assert run.bitwise == [True] * 3 and run.problems == [], run.problems
 
 
 def test_approx_mode_raises_the_f16_quotient() -> None:

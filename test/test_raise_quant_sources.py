@@ -116,11 +116,17 @@ def test_compressed_tensors_presets(preset: str, op: str, provider: str, tmp_pat
     assert sites == 14  # 2 layers x (q, k, v, o, gate, up, down)
     ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
     priority = None if provider == "native" else ";".join(
-        f"{name}=triton!" for name in (op.removeprefix("vllm."), "rms_norm_quant"))
+        f"{name}=triton!" for name in (op.removeprefix("vllm."), "rms_norm_quant",
+                                        "fused_add_rms_norm_quant", "silu_and_mul_quant"))
     raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch, priority)
-    assert raised == {op: sites, "vllm.rms_norm": 5}, raised
-    # q/k/v and gate/up read a norm: 10 quants fuse with it; o and down read no norm.
-    assert fused.get("vllm.rms_norm_quant", 0) == 10 and fused.get(op) == 4, fused
+    # The 4 bf16 residual adds are raised with the norms after them (rounded_sum).
+    assert raised == {op: sites, "vllm.rms_norm": 1, "vllm.fused_add_rms_norm": 4,
+                      "vllm.silu_and_mul": 2}, raised
+    # q/k/v and gate/up read a norm: 10 quants fuse with it (the first layer's input norm,
+    # then the fused adds); down reads the SiLU-and-mul and fuses with it; o stays.
+    assert fused.get("vllm.rms_norm_quant", 0) == 3, fused
+    assert fused.get("vllm.fused_add_rms_norm_quant", 0) == 7, fused
+    assert fused.get("vllm.silu_and_mul_quant", 0) == 2 and fused.get(op) == 2, fused
     assert same
     if provider == "triton":
         report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))

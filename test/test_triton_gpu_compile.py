@@ -42,7 +42,7 @@ def compile_all() -> int:
     failures = 0
     for op in ops.ALL_OPS:
         grid = cases(op, False, "cpu")
-        launches = record_launches(lambda op=op, grid=grid: [FUNCTIONS[op](*c.args) for c in grid])
+        launches = record_launches(lambda op=op, grid=grid: [FUNCTIONS[op](*c.args, **c.kwargs) for c in grid])
         variants = list(launches.items())
         variants += [(replace(spec, hw_casts=True), call) for spec, call in launches.items()
                      if _hw_applies(spec)]

@@ -116,7 +116,13 @@ def test_grid_sizes():
     reduced = list(cases("rms_norm"))
     full = list(cases("rms_norm", full=True))
     assert {c.dtype for c in reduced} == {torch.float16, torch.bfloat16, torch.float32}
-    assert len(full) == 3 * 4 * 4 * 3 * 2 and len(reduced) == 3 * 2 * 1 * 1 * 2
+    # weights: x's dtype, none, and f32 (Gemma) on f16/bf16: 3 + 3 + 2 per shape and eps
+    assert len(full) == 4 * 4 * 3 * (3 + 3 + 2) and len(reduced) == 2 * 1 * 1 * (3 + 3 + 2)
+    assert {c.args[1].dtype for c in reduced if c.args[1] is not None} == {
+        torch.float16, torch.bfloat16, torch.float32}
+    for op in ("fused_add_rms_norm", "fused_add_rms_norm_quant"):  # both sums, every dtype
+        variants = {(c.dtype, c.kwargs.get("rounded_sum", False)) for c in cases(op)}
+        assert len(variants) == 6, (op, variants)
     assert {c.args[0].shape[-1] for c in full} == {16, 64, 4096, 5120}
     q = list(cases("rms_norm_quant"))
     assert {(c.args[5], c.args[6], c.args[7]) for c in q} == {

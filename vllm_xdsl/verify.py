@@ -68,9 +68,9 @@ def _clone(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def check_case(op: ops.SemanticOp, fn: Any, case: Case) -> tuple[str | None, float]:
     """(why the impl's outputs break the contract or None, max abs error)."""
-    expected = _tuple(op.native(*_clone(case.args)))
+    expected = _tuple(op.native(*_clone(case.args), **case.kwargs))
     try:
-        actual = _tuple(fn(*_clone(case.args)))  # clones: in-place impls may overwrite
+        actual = _tuple(fn(*_clone(case.args), **case.kwargs))  # clones: in-place impls may overwrite
     except Exception as e:
         return f"{case.label}: raised {type(e).__name__}: {e}", float("inf")
     if len(actual) != len(expected):
@@ -99,7 +99,7 @@ def verify_impl(op: ops.SemanticOp, impl: ops.Impl, full: bool, device: str) -> 
         if why_not is not None:
             row.unavailable = why_not
             continue
-        rejected = impl.rejects(meta_args(op, case.args))
+        rejected = impl.rejects(meta_args(op, case.args, case.kwargs))
         if rejected is not None:
             row.skipped.append(rejected)
             continue

@@ -226,23 +226,29 @@ func.func @fused_add_two_quants(%x: tensor<?x256xf16>, %r: tensor<?x256xf16>, %s
   func.return %q0, %q1, %s1, %ro : tensor<?x256xf8E4M3FN>, tensor<?x256xi8>, tensor<?x1xf32>, tensor<?x256xf16>
 }
 
-// Guards: a weight of another dtype than x (Gemma-style), or variance_size: no fusion.
-// CHECK-LABEL: func.func @guards
-func.func @guards(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %wf: tensor<256xf32>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>) {
-  // CHECK-NEXT: %y0 = vllm.rms_norm %x weight(%wf : tensor<256xf32>)
-  // CHECK-NEXT: %q0 = vllm.static_scaled_fp8_quant %y0, %s
+// A weight of another dtype than x (Gemma's f32 `1 + w` on bf16 x) fuses: the fused op is
+// the composition for any weight dtype. The rounded_sum variant travels into the fused op.
+// CHECK-LABEL: func.func @mixed_weight_fuses
+func.func @mixed_weight_fuses(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %wf: tensor<256xf32>, %s: tensor<1xf32>) -> (tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xbf16>) {
+  // CHECK-NEXT: %q0 = vllm.rms_norm_quant %x weight(%wf : tensor<256xf32>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>
   %y0 = vllm.rms_norm %x weight(%wf : tensor<256xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
   %q0 = vllm.static_scaled_fp8_quant %y0, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
-  // CHECK-NEXT: %y1, %r1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<256xf32>)
-  // CHECK-NEXT: %q1 = vllm.static_scaled_fp8_quant %y1, %s
-  %y1, %r1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<256xf32>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
-  %q1 = vllm.static_scaled_fp8_quant %y1, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
+  // CHECK-NEXT: %q1, %r1, %s1 = vllm.fused_add_rms_norm_quant %x, %r weight(%wf : tensor<256xf32>) {epsilon = 1.000000e-06 : f64, rounded_sum, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x1xf32>
+  %y1, %r1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<256xf32>) {epsilon = 1.0e-06 : f64, rounded_sum} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  %q1, %s1 = vllm.dynamic_per_token_scaled_fp8_quant %y1 : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: func.return %q0, %q1, %s1, %r1
+  func.return %q0, %q1, %s1, %r1 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xbf16>
+}
+
+// Guard: variance_size, which the fused ops cannot express: no fusion.
+// CHECK-LABEL: func.func @guards
+func.func @guards(%x: tensor<?x256xbf16>, %s: tensor<1xf32>) -> tensor<?x256xf8E4M3FN> {
   // CHECK-NEXT: %y2 = vllm.rms_norm %x {epsilon = 1.000000e-06 : f64, variance_size = 128 : i64}
   // CHECK-NEXT: %q2 = vllm.static_scaled_fp8_quant %y2, %s
   %y2 = vllm.rms_norm %x {epsilon = 1.0e-06 : f64, variance_size = 128 : i64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
   %q2 = vllm.static_scaled_fp8_quant %y2, %s : tensor<?x256xbf16>, tensor<1xf32> -> tensor<?x256xf8E4M3FN>
   // CHECK-NEXT: func.return
-  func.return %q0, %q1, %q2, %r1 : tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>
+  func.return %q2 : tensor<?x256xf8E4M3FN>
 }
 
 // Runtime epsilon (as torch.compile(dynamic=True) passes it) is carried as an operand.
@@ -278,16 +284,15 @@ func.func @residual_add(%x: tensor<?x256xf32>, %r: tensor<?x256xf32>, %w: tensor
   func.return %q, %y2, %n : tensor<?x256xf8E4M3FN>, tensor<?x256xf32>, tensor<?x256xf32>
 }
 
-// f16/bf16 adds are not raised by default (fused_add_rms_norm would normalise the unrounded
-// sum: see the pass docstring); the norm still fuses with its quant. With
-// raise-rounded-adds=true they are raised (vLLM's semantics).
+// An f16/bf16 add is raised as the rounded_sum variant, which normalises the sum as the
+// add rounded it (exact), then fused with the quant. raise-rounded-adds=true, which once
+// raised it onto the f32-sum variant, is still accepted and changes nothing.
 // CHECK-LABEL: func.func @residual_add_rounded
 // ROUNDED-LABEL: func.func @residual_add_rounded
 func.func @residual_add_rounded(%x: tensor<?x256xbf16>, %r: tensor<?x256xbf16>, %w: tensor<256xbf16>) -> (tensor<?x256xf8E4M3FN>, tensor<?x1xf32>, tensor<?x256xbf16>) {
-  // CHECK-NEXT: %a = torch.call "aten::add.Tensor"(%x, %r)
-  // CHECK-NEXT: %q, %s = vllm.rms_norm_quant %a weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x1xf32>
+  // CHECK-NEXT: %q, %a, %s = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, rounded_sum, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x1xf32>
   // CHECK-NEXT: func.return %q, %s, %a
-  // ROUNDED-NEXT: %q, %a, %s = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x1xf32>
+  // ROUNDED-NEXT: %q, %a, %s = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<256xbf16>) {epsilon = 1.000000e-06 : f64, rounded_sum, scheme = #vllm.quant<dynamic per_token>} : tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xf8E4M3FN>, tensor<?x256xbf16>, tensor<?x1xf32>
   // ROUNDED-NEXT: func.return %q, %s, %a
   %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x256xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16>
   %y = vllm.rms_norm %a weight(%w : tensor<256xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x256xbf16> -> tensor<?x256xbf16>

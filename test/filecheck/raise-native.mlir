@@ -100,19 +100,17 @@ func.func @gemma(%x: tensor<?x64xf16>, %w: tensor<64xf16>) -> tensor<?x64xf16> {
 }
 
 // HF decoder residual: `h = x + r` in bf16, then the norm. The graph normalises the
-// bf16-rounded sum, fused_add_rms_norm the unrounded one: by default the norm is raised
-// and the add stays; with approx=true it becomes fused_add_rms_norm and the later user of h
-// reads residual_out.
+// bf16-rounded sum: that is the rounded_sum variant of fused_add_rms_norm, exactly, so it
+// is raised at every level (approx changes nothing), and the later user of h reads
+// residual_out.
 // CHECK-LABEL: func.func @residual_add
-// CHECK-NEXT:    %[[H:.*]] = torch.call "aten::add.Tensor"(%x, %r)
-// CHECK-NEXT:    %[[N:.*]] = vllm.rms_norm %[[H]] weight(%w : tensor<64xbf16>) epsilon(%eps : tensor<f64>) : tensor<?x64xbf16> -> tensor<?x64xbf16>
-// CHECK-NEXT:    %[[NEXT:.*]] = torch.call "aten::add.Tensor"(%[[N]], %[[H]])
+// CHECK-NEXT:    %[[O:.*]], %[[R:.*]] = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<64xbf16>) epsilon(%eps : tensor<f64>) {rounded_sum} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+// CHECK-NEXT:    %[[NEXT:.*]] = torch.call "aten::add.Tensor"(%[[O]], %[[R]])
 // CHECK-NEXT:    func.return %[[NEXT]]
 // EXACT-LABEL: func.func @residual_add
-// EXACT-NOT:     fused_add_rms_norm
-// EXACT:         vllm.rms_norm %h weight(%w : tensor<64xbf16>) epsilon(%eps : tensor<f64>)
+// EXACT-NEXT:    vllm.fused_add_rms_norm %x, %r weight(%w : tensor<64xbf16>) epsilon(%eps : tensor<f64>) {rounded_sum}
 // APPROX-LABEL: func.func @residual_add
-// APPROX-NEXT:    %[[O:.*]], %[[R:.*]] = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<64xbf16>) epsilon(%eps : tensor<f64>) : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+// APPROX-NEXT:    %[[O:.*]], %[[R:.*]] = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<64xbf16>) epsilon(%eps : tensor<f64>) {rounded_sum} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
 // APPROX-NEXT:    %[[NEXT:.*]] = torch.call "aten::add.Tensor"(%[[O]], %[[R]])
 // APPROX-NEXT:    func.return %[[NEXT]]
 func.func @residual_add(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64xbf16>, %eps: tensor<f64>) -> tensor<?x64xbf16> {
@@ -128,6 +126,28 @@ func.func @residual_add(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor
   %o = torch.call "aten::mul.Tensor"(%w, %yb) [#torch.operand<0>, #torch.operand<1>] : (tensor<64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
   %next = torch.call "aten::add.Tensor"(%o, %h) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16>
   func.return %next : tensor<?x64xbf16>
+}
+
+// Gemma's residual in f16: `h = x + r`, then the norm with the f32 weight `1 + w.float()`
+// applied before the cast back: the rounded_sum variant with that f32 weight.
+// CHECK-LABEL: func.func @gemma_residual_add
+// CHECK-NEXT:    %[[WF:.*]] = torch.call "prims::convert_element_type.default"(%w)
+// CHECK-NEXT:    %[[W1:.*]] = torch.call "aten::add.Tensor"(%[[WF]])
+// CHECK-NEXT:    %[[O:.*]], %[[R:.*]] = vllm.fused_add_rms_norm %x, %r weight(%[[W1]] : tensor<64xf32>) {epsilon = 1.000000e-06 : f64, rounded_sum} : tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>, tensor<?x64xf16>
+// CHECK-NEXT:    func.return %[[O]], %[[R]]
+func.func @gemma_residual_add(%x: tensor<?x64xf16>, %r: tensor<?x64xf16>, %w: tensor<64xf16>) -> (tensor<?x64xf16>, tensor<?x64xf16>) {
+  %h = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x64xf16>
+  %xf = torch.call "prims::convert_element_type.default"(%h) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x64xf16>) -> tensor<?x64xf32>
+  %p = torch.call "aten::pow.Tensor_Scalar"(%xf) [#torch.operand<0>, 2 : i64] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %var = torch.call "aten::mean.dim"(%p) [#torch.operand<0>, [-1 : i64], true] : (tensor<?x64xf32>) -> tensor<?x1xf32>
+  %a = torch.call "aten::add.Tensor"(%var) [#torch.operand<0>, 1.000000e-06 : f64] : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %rs = torch.call "aten::rsqrt.default"(%a) [#torch.operand<0>] : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  %y = torch.call "aten::mul.Tensor"(%xf, %rs) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<?x1xf32>) -> tensor<?x64xf32>
+  %wf = torch.call "prims::convert_element_type.default"(%w) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<64xf16>) -> tensor<64xf32>
+  %w1 = torch.call "aten::add.Tensor"(%wf) [#torch.operand<0>, 1.000000e+00 : f64] : (tensor<64xf32>) -> tensor<64xf32>
+  %yw = torch.call "aten::mul.Tensor"(%y, %w1) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %o = torch.call "prims::convert_element_type.default"(%yw) [#torch.operand<0>, #torch.dtype<f16>] : (tensor<?x64xf32>) -> tensor<?x64xf16>
+  func.return %o, %h : tensor<?x64xf16>, tensor<?x64xf16>
 }
 
 // vLLM's native fused_add_rms_norm: the sum in f32, residual_out = sum.to(bf16), the norm

@@ -82,6 +82,30 @@ func.func @residual_shape(%x: tensor<?x64xbf16>, %r: tensor<?x32xbf16>) {
 
 // -----
 
+func.func @rounded_sum_not_unit(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>) {
+  %o, %ro = vllm.fused_add_rms_norm %x, %r {epsilon = 1.0e-05 : f64, rounded_sum = true} : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+  func.return
+}
+// CHECK: 'vllm.fused_add_rms_norm' op true should be of base attribute unit
+
+// -----
+
+func.func @rounded_sum_without_sum(%x: tensor<?x64xbf16>) {
+  %y = vllm.rms_norm %x {epsilon = 1.0e-05 : f64, rounded_sum} : tensor<?x64xbf16> -> tensor<?x64xbf16>
+  func.return
+}
+// CHECK: 'vllm.rms_norm' op rounded_sum applies to the fused add ops (there is no sum to round here)
+
+// -----
+
+func.func @rounded_sum_without_sum_quant(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) {
+  %q = vllm.rms_norm_quant %x scale(%s : tensor<1xf32>) {epsilon = 1.0e-05 : f64, rounded_sum, scheme = #vllm.quant<static per_tensor>} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>
+  func.return
+}
+// CHECK: 'vllm.rms_norm_quant' op rounded_sum applies to the fused add ops (there is no sum to round here)
+
+// -----
+
 func.func @quant_not_fp8(%x: tensor<?x64xbf16>, %s: tensor<1xf32>) {
   %q = vllm.static_scaled_fp8_quant %x, %s : tensor<?x64xbf16>, tensor<1xf32> -> tensor<?x64xbf16>
   func.return

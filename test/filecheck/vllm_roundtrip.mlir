@@ -13,6 +13,9 @@ func.func @norms(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
   %y2 = vllm.rms_norm %x weight(%wf : tensor<4096xf32>) epsilon(%e : tensor<f64>) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   // CHECK-NEXT: %o, %ro = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<4096xbf16>) {epsilon = 1.000000e-06 : f64} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
   %o, %ro = vllm.fused_add_rms_norm %x, %r weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-06 : f64} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
+  // The rounded_sum variant (the norm reads the sum rounded to bf16), with a Gemma f32 weight.
+  // CHECK-NEXT: %o1, %ro1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<4096xf32>) epsilon(%e : tensor<f64>) {rounded_sum} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
+  %o1, %ro1 = vllm.fused_add_rms_norm %x, %r weight(%wf : tensor<4096xf32>) epsilon(%e : tensor<f64>) {rounded_sum} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
   func.return %y, %y1, %y2, %o, %ro : tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>
 }
 
@@ -51,7 +54,7 @@ func.func @activations(%g: tensor<7x8192xf32>, %a: tensor<2x?x4096xbf16>, %b: te
 }
 
 // CHECK-LABEL: func.func @fused
-func.func @fused(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %s: tensor<1xf32>, %e: tensor<f64>, %g: tensor<?x8192xbf16>) {
+func.func @fused(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %wf: tensor<4096xf32>, %s: tensor<1xf32>, %e: tensor<f64>, %g: tensor<?x8192xbf16>) {
   // CHECK-NEXT: %a = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>
   %a = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>
   // CHECK-NEXT: %b, %bs = vllm.rms_norm_quant %x scale_ub(%s : tensor<1xf32>) epsilon(%e : tensor<f64>) {scheme = #vllm.quant<dynamic per_token>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FNUZ>, tensor<?x1xf32>
@@ -64,6 +67,8 @@ func.func @fused(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
   %f, %fr, %fs = vllm.fused_add_rms_norm_quant %x, %r weight(%w : tensor<4096xbf16>) {epsilon = 3.0e-07 : f64, scheme = #vllm.quant<dynamic per_token>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xi8>, tensor<?x4096xbf16>, tensor<?x1xf32>
   // CHECK-NEXT: %h, %hr = vllm.fused_add_rms_norm_quant %x, %r scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>
   %h, %hr = vllm.fused_add_rms_norm_quant %x, %r scale(%s : tensor<1xf32>) {epsilon = 1.0e-05 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>
+  // CHECK-NEXT: %h1, %hr1 = vllm.fused_add_rms_norm_quant %x, %r weight(%wf : tensor<4096xf32>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-05 : f64, rounded_sum, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>
+  %h1, %hr1 = vllm.fused_add_rms_norm_quant %x, %r weight(%wf : tensor<4096xf32>) scale(%s : tensor<1xf32>) {epsilon = 1.0e-05 : f64, rounded_sum, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>
   // CHECK-NEXT: %i = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FN>
   %i = vllm.silu_and_mul_quant %g scale(%s : tensor<1xf32>) {scheme = #vllm.quant<static per_tensor>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FN>
   // CHECK-NEXT: %j, %js = vllm.silu_and_mul_quant %g {scheme = #vllm.quant<dynamic per_group 64 eps 1.000000e-08>} : tensor<?x8192xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x64xf32>

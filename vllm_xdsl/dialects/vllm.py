@@ -11,6 +11,8 @@ operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`
            : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
     %a = vllm.gelu_tanh_and_mul %gate up(%up : tensor<?x8192xbf16>)
            : tensor<?x8192xbf16> -> tensor<?x8192xbf16>
+    %y, %r = vllm.fused_add_rms_norm %x, %res {epsilon = 1.0e-06 : f64, rounded_sum}
+           : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
 
 Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
 (`epsilon(%e : tensor<f64>)`) when the graph passes it in. Each op's signature lives in
@@ -30,8 +32,9 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     TensorType,
+    UnitAttr,
 )
-from xdsl.ir import Dialect, OpResult, SSAValue
+from xdsl.ir import Dialect, Operation, OpResult, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -112,6 +115,15 @@ class ResidualNormOp(NormOp):
     if TYPE_CHECKING:
         residual: SSAValue
         residual_out: OpResult[TensorType]
+        # Unit property (docs/OPS.md "Variants"): the norm reads the sum rounded to x's
+        # dtype (HF's add-then-norm, vLLM's CUDA kernel), i.e. residual_out; absent: the
+        # unrounded f32 sum (vLLM's native).
+        rounded_sum: UnitAttr | None
+
+
+def has_rounded_sum(op: Operation) -> bool:
+    """Whether `op` (a vllm or provider op) normalises the sum rounded to x's dtype."""
+    return isinstance(op, ResidualNormOp) and op.rounded_sum is not None
 
 
 class QuantOp(SemanticSignature):
@@ -165,6 +177,10 @@ class _NormMixin(NormOp):
             check.activation(self.residual, "residual")
         check.weight(self.weight, x)
         check.epsilon(self.epsilon, self.epsilon_value)
+        if "rounded_sum" in self.attributes and not isinstance(self, ResidualNormOp):
+            raise VerifyException(
+                "rounded_sum applies to the fused add ops (there is no sum to round here)"
+            )
         return x
 
 
@@ -231,6 +247,7 @@ class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
     weight = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
+    rounded_sum = opt_prop_def(UnitAttr)  # the variant (ResidualNormOp)
     out = result_def(TensorType)
     residual_out = result_def(TensorType)
 
@@ -457,6 +474,7 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
     zero_point = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
+    rounded_sum = opt_prop_def(UnitAttr)  # the variant (ResidualNormOp)
     scheme = prop_def(QuantSchemeAttr)
     q = result_def(TensorType)
     residual_out = result_def(TensorType)

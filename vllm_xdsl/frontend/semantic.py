@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import OptOperandDef, OptResultDef
@@ -83,6 +84,8 @@ def _properties(name: str, args: dict[str, Any], node: torch.fx.Node) -> dict[st
         props["epsilon"] = FloatAttr(float(args["epsilon"]), _F64)
     if args.get("variance_size") is not None:
         props["variance_size"] = IntegerAttr(_literal(args, "variance_size", int, node), _I64)
+    if "rounded_sum" in args and _literal(args, "rounded_sum", bool, node):
+        props["rounded_sum"] = UnitAttr()
     if name == "per_token_group_fp8_quant":
         props["group_size"] = IntegerAttr(_literal(args, "group_size", int, node), _I64)
         if _literal(args, "column_major_scales", bool, node):

@@ -139,11 +139,12 @@ def fused_add_rms_norm_quant(
     group_eps: float = 1e-10,
     zero_point: Tensor | None = None,
     variant: str = "",
+    rounded_sum: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
                    group_eps, variant)
     scheme_of("fused_add_rms_norm_quant", scale, scale_ub, *scheme_args)
-    y, residual_out = N.fused_add_rms_norm(x, residual, weight, epsilon)
+    y, residual_out = N.fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum)
     q, scales = _quant("fused_add_rms_norm_quant", y, scale, scale_ub, zero_point, *scheme_args)
     return q, residual_out, scales
 

@@ -3,16 +3,18 @@
     for case in cases("rms_norm", full=False, device="cpu"): case.args, case.dtype, case.label
 
 Full grid (OPS.md): dtypes {f16, bf16, f32}, tokens {1, 7, 17, 257}, hidden {16, 64, 4096,
-5120}, epsilon {1e-5, 1e-6, 3e-7}, weight present and absent, both fp8 flavours and every
-fused quant scheme (with epsilon rotating over its values for the fused norm+quant ops).
-The reduced grid keeps every dtype, flavour and scheme but few shapes.
+5120}, epsilon {1e-5, 1e-6, 3e-7}, weight present and absent (and a Gemma-style f32 weight
+on f16/bf16), both fp8 flavours and every fused quant scheme (with epsilon rotating over
+its values for the fused norm+quant ops), and both sums of the fused add ops (f32 and
+`rounded_sum`, a keyword argument). The reduced grid keeps every dtype, flavour, scheme
+and variant but few shapes.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -31,6 +33,7 @@ class Case:
     dtype: torch.dtype  # activation dtype (one verify row per op x provider x dtype)
     args: tuple[Any, ...]
     label: str
+    kwargs: dict[str, Any] = field(default_factory=dict)  # variant flags (rounded_sum)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,19 @@ def _group_sizes(hidden: int) -> tuple[int, ...]:
     return sizes or (hidden,)
 
 
+def _weights(h: int, dtype: torch.dtype, device: str, seeds: Iterator[int]
+             ) -> Iterator[tuple[str, torch.Tensor | None]]:
+    """(label, weight): of x's dtype, absent, and float32 (Gemma's `1 + w`) on f16/bf16."""
+    yield "yes", _rand((h,), dtype, device, next(seeds))
+    yield "no", None
+    if dtype != torch.float32:
+        yield "f32", _rand((h,), torch.float32, device, next(seeds))
+
+
+def _sum_kwargs(rounded: bool) -> tuple[dict[str, Any], str]:
+    return ({"rounded_sum": True}, " rounded_sum") if rounded else ({}, "")
+
+
 def _scheme_label(qd: torch.dtype, static: bool, gran: str, kw: dict, ub: bool) -> str:
     parts = [str(qd).removeprefix("torch."), "static" if static else "dynamic", gran]
     parts += [f"{k}={v}" for k, v in kw.items()]
@@ -112,32 +128,36 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
             return _rand(shape, dtype, device, next(seed), mult)
 
         if op in NORM_OPS:
-            for eps, with_w in itertools.product(g.eps, (True, False)):
-                w = _rand((h,), dtype, device, next(seed)) if with_w else None
-                lab = f"{base} eps={eps} weight={'yes' if with_w else 'no'}"
-                if op == "rms_norm":
-                    yield Case(op, dtype, (x(), w, eps), lab)
-                else:
-                    yield Case(op, dtype, (x(), x(), w, eps), lab)
+            for eps in g.eps:
+                for wl, w in _weights(h, dtype, device, seed):
+                    lab = f"{base} eps={eps} weight={wl}"
+                    if op == "rms_norm":
+                        yield Case(op, dtype, (x(), w, eps), lab)
+                        continue
+                    for rounded in (False, True):
+                        kwargs, tag = _sum_kwargs(rounded)
+                        yield Case(op, dtype, (x(), x(), w, eps), lab + tag, kwargs)
             continue
         if op in ("rms_norm_quant", "fused_add_rms_norm_quant"):
             # Every scheme x weight; epsilon rotates over the grid's values (the full cross
-            # product with epsilon would triple the slowest part of --full for no coverage).
+            # product with epsilon would triple the slowest part of --full for no coverage),
+            # and so does the sum of the fused add (period 3: each scheme gets both).
             eps_cycle = itertools.cycle(g.eps)
-            for with_w in (True, False):
-                w = _rand((h,), dtype, device, next(seed)) if with_w else None
+            rounded_cycle = itertools.cycle((False, True, True))
+            for wl, w in _weights(h, dtype, device, seed):
                 for qd, static, gran, kw, with_ub in FUSED_SCHEMES:
                     for gs in _group_sizes(h) if gran == "group" else (0,):
                         eps = next(eps_cycle)
                         q = (scale if static else None, ub if with_ub else None, qd, static,
                              gran, gs, kw.get("column_major_scales", False),
                              kw.get("use_ue8m0", False))
-                        lab = (f"{base} eps={eps} weight={'yes' if with_w else 'no'} "
+                        lab = (f"{base} eps={eps} weight={wl} "
                                f"{_scheme_label(qd, static, gran, kw, with_ub)} gs={gs}")
                         if op == "rms_norm_quant":
                             yield Case(op, dtype, (x(), w, eps, *q), lab)
                         else:
-                            yield Case(op, dtype, (x(), x(), w, eps, *q), lab)
+                            kwargs, tag = _sum_kwargs(next(rounded_cycle))
+                            yield Case(op, dtype, (x(), x(), w, eps, *q), lab + tag, kwargs)
             if op == "rms_norm_quant":
                 yield from _fused_variant_cases(op, dtype, base, x, t, h, scale, device,
                                                 next(seed))

@@ -67,11 +67,14 @@ def rms_norm(
 
 
 def fused_add_rms_norm(
-    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool = False
 ) -> tuple[Tensor, Tensor]:
     s = x.to(_F32) + residual.to(_F32)
     residual_out = s.to(x.dtype)
-    # The norm sees the unrounded fp32 sum, not residual_out.
+    if rounded_sum:
+        # HF's add-then-norm (and vLLM's CUDA kernel): the norm reads residual_out.
+        s = residual_out.to(_F32)
+    # Otherwise the norm sees the unrounded fp32 sum, not residual_out.
     return rms_norm_fp32(s, weight, epsilon, None, x.dtype), residual_out
 
 

@@ -20,7 +20,13 @@ import torch
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from vllm_xdsl.dialects.vllm import NormOp, QuantOp, RmsNormSignature, SemanticSignature
+from vllm_xdsl.dialects.vllm import (
+    NormOp,
+    QuantOp,
+    RmsNormSignature,
+    SemanticSignature,
+    has_rounded_sum,
+)
 from vllm_xdsl.ops import ALL_OPS, TensorMeta
 
 # Native parameter -> QuantScheme field (unfused per-group names and fused names).
@@ -55,6 +61,8 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
         elif name == "variance_size" and isinstance(op, RmsNormSignature):
             size = op.variance_size
             args[name] = None if size is None else size.value.data
+        elif name == "rounded_sum":
+            args[name] = has_rounded_sum(op)
         elif scheme is not None and name in _SCHEME_FIELDS:
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
         elif scheme is not None and name == "variant":

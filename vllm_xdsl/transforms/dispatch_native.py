@@ -24,6 +24,7 @@ from vllm_xdsl.dialects.vllm import (
     ResidualNormOp,
     RmsNormSignature,
     SemanticSignature,
+    has_rounded_sum,
 )
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
@@ -86,7 +87,9 @@ def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     x, r = op.x, op.residual
     s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
     residual_out = b.convert(s, meta(x)[0])
-    # The norm sees the unrounded fp32 sum, not residual_out.
+    if has_rounded_sum(op):
+        s = b.convert(residual_out, F32)  # the norm reads residual_out (natives.py)
+    # Otherwise the norm sees the unrounded fp32 sum, not residual_out.
     out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])
     return [out, residual_out]
 

@@ -11,8 +11,8 @@ Rewrites:
 - `silu_and_mul` / `gelu_and_mul` / `gelu_tanh_and_mul` (one operand, or gate and `up`)
   -> quant  =>  `<act>_and_mul_quant` with the same operands;
 - `torch.call "aten::add.Tensor"(a, b)` (alpha 1, no broadcast) -> `rms_norm`  =>
-  `fused_add_rms_norm(a, b)`, other users of the sum use `residual_out`; then the rules
-  above apply (f32 adds only by default: see "rounding" below).
+  `fused_add_rms_norm(a, b)`, other users of the sum use `residual_out` (an f16/bf16 add
+  as the `rounded_sum` variant: see "rounding" below); then the rules above apply.
 The quants are static fp8, dynamic per-token fp8 (with `scale_ub`), per-token-group fp8
 (any group size, ue8m0, column-major), static int8 and dynamic per-token int8, for every
 producer (vLLM fuses SiLU-and-mul with static and group fp8 only; the fused contract and
@@ -20,19 +20,17 @@ every provider here cover all of these). Dynamic per-tensor fp8 is never fused: 
 global reduction before any row is quantized.
 
 Decisions:
-- **Residual add raising and rounding.** `fused_add_rms_norm` normalises the unrounded fp32
-  sum; add-then-norm normalises the sum rounded to the activation dtype. For f32 adds the two
-  are bit-identical, so f32 adds are always raised. For f16/bf16 they differ: the norm output
-  stays within OPS.md's norm tolerance, but a quant after it turns those one-ulp differences
-  into one-step fp8 flips (measured, 257x4096 per-token fp8: 0.34 % of values for f16,
-  2.8 % for bf16, over OPS.md's 1 % fp8 limit), and a model of fp8 linears amplifies them
-  far beyond the whole-model tolerance (measured on the vLLM-shaped 3-linear model of
-  test_fuse_norm_quant.py: max abs error 0.24-0.30 for f16 vs 2e-3 allowed, 0.41-0.44 for
-  bf16 vs 1e-2; 10-24 % of outputs outside). vLLM computes the unrounded
-  form, but a graph with a separate f16/bf16 add asked for the rounded one, so such adds
-  are NOT raised by default (the norm still fuses with its quant; the add stays).
-  `raise-rounded-adds=true` raises them anyway (vLLM's semantics, outside the contract).
-  `residual_out` is bit-identical to the add in every case (both round the fp32 sum once).
+- **Residual add raising and rounding.** Add-then-norm normalises the sum rounded to the
+  activation dtype; `fused_add_rms_norm` normalises the unrounded f32 sum unless it carries
+  `rounded_sum` (OPS.md "Variants"). For f32 adds the two are bit-identical (the default
+  spelling is used); an f16/bf16 add becomes the `rounded_sum` variant, which computes
+  exactly what the graph computes. Raising it onto the f32-sum variant instead would
+  change the norm by an ulp, which a quant after it turns into fp8 flips (measured,
+  257x4096 per-token fp8: 0.34 % of values for f16, 2.8 % for bf16) and a model of fp8
+  linears amplifies beyond the whole-model tolerance: this pass never does that.
+  `raise-rounded-adds` once asked for it; it is kept as an accepted option with no effect
+  (f16/bf16 adds are raised, exactly, either way). The variant travels into
+  `fused_add_rms_norm_quant`. `residual_out` is bit-identical to the add in every case.
 - **Views.** aten view/reshape/_unsafe_view/flatten/unflatten/squeeze/unsqueeze calls
   between producer and quant that keep the element type and the (static) last dimension
   do not block fusion: the fused op runs on the producer's
@@ -45,9 +43,11 @@ Decisions:
   disappears. With any other user (a non-quant op, an unfusable quant, a last-dim-changing
   view) nothing is fused: keeping an unfused copy would cost the same memory traffic and
   kernel count as not fusing (x read twice instead of y once), plus a recomputed norm.
-- **Guards.** A weight whose dtype differs from the activation (Gemma-style) or a set
-  `variance_size` blocks fusion (the fused ops have neither). The raising of an add is not
-  guarded by the weight dtype: `fused_add_rms_norm` supports it.
+- **Guards.** A set `variance_size` blocks fusion: the fused ops have none, so they cannot
+  express it. A weight whose dtype differs from the activation (Gemma's f32 `1 + w` on bf16
+  x) does not: the fused op's contract is the composition, `y.to(weight.dtype) * weight`
+  then `.to(x.dtype)` and the quant of that, for any weight dtype (a provider that lacks a
+  weight dtype rejects it in supports_args and dispatch picks another).
 - Leftovers (quants, views, producers, adds) are erased when dead; torch calls only when
   `is_side_effect_free`.
 """
@@ -60,7 +60,7 @@ from functools import cmp_to_key
 from typing import TypeGuard
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -157,17 +157,8 @@ def _program_order(a: tuple[Operation, list[CallOp]], b: tuple[Operation, list[C
 
 
 def _guarded(producer: Operation) -> bool:
-    """OPS.md fusion guards: mixed weight dtype, variance_size."""
-    if isinstance(producer, vllm.RmsNormSignature) and producer.variance_size is not None:
-        return True
-    weight = producer.weight if isinstance(producer, vllm.NormOp) else None
-    x = producer.operands[0].type
-    return (
-        weight is not None
-        and isinstance(x, TensorType)
-        and isinstance(weight.type, TensorType)
-        and weight.type.element_type != x.element_type
-    )
+    """OPS.md fusion guards: variance_size (the fused ops cannot express it)."""
+    return isinstance(producer, vllm.RmsNormSignature) and producer.variance_size is not None
 
 
 class FuseQuantIntoProducer(RewritePattern):
@@ -258,18 +249,16 @@ class FuseQuantIntoProducer(RewritePattern):
         }
         epsilon = None if norm is None else norm.epsilon
         props: dict[str, Attribute] = {} if epsilon is None else {"epsilon": epsilon}
+        if vllm.has_rounded_sum(producer):
+            props["rounded_sum"] = UnitAttr()
         props["scheme"] = QuantSchemeAttr.from_scheme(scheme)
         return build_op(family.fused, operands, result_types, props)
 
 
 @dataclass
 class RaiseResidualAdd(RewritePattern):
-    """`aten::add.Tensor(a, b)` -> `rms_norm`  =>  `fused_add_rms_norm(a, b)`.
-
-    Only f32 adds unless `rounded`: for f16/bf16 the fused op normalises the unrounded sum.
-    """
-
-    rounded: bool = False
+    """`aten::add.Tensor(a, b)` -> `rms_norm`  =>  `fused_add_rms_norm(a, b)`, with
+    `rounded_sum` for an f16/bf16 add (the norm reads the sum as the add rounded it)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, vllm.RmsNormOp) or op.variance_size is not None:
@@ -279,9 +268,6 @@ class RaiseResidualAdd(RewritePattern):
             return
         assert isinstance(add, CallOp)
         total = add.outputs[0]
-        if not self.rounded and (not isinstance(total.type, TensorType)
-                                 or total.type.element_type != Float32Type()):
-            return
         others = [u.operation for u in total.uses if u.operation is not op]
         if all_before(op, others):
             anchor: Operation = op
@@ -289,7 +275,10 @@ class RaiseResidualAdd(RewritePattern):
             anchor = add
         else:
             return
-        props = {} if op.epsilon is None else {"epsilon": op.epsilon}
+        props: dict[str, Attribute] = {} if op.epsilon is None else {"epsilon": op.epsilon}
+        t = total.type
+        if isinstance(t, TensorType) and t.element_type != Float32Type():
+            props["rounded_sum"] = UnitAttr()
         fused = build_op(
             vllm.FusedAddRmsNormOp,
             {"x": add.inputs[0], "residual": add.inputs[1], "weight": op.weight,
@@ -311,11 +300,11 @@ class FuseNormQuantPass(ModulePass):
     name = "fuse-norm-quant"
 
     raise_rounded_adds: bool = False
-    """Also fuse f16/bf16 residual adds into fused_add_rms_norm, which normalises the
-    unrounded sum (vLLM's semantics, not the rounded sum the source normalises)."""
+    """No effect, kept so that existing pipelines still parse: f16/bf16 residual adds are
+    raised exactly, as the rounded_sum variant, either way (see the module doc)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        raise_adds = RaiseResidualAdd(self.raise_rounded_adds)
+        raise_adds = RaiseResidualAdd()
         PatternRewriteWalker(
             GreedyRewritePatternApplier([raise_adds, FuseQuantIntoProducer()]),
             apply_recursively=True,

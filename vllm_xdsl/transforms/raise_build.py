@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from xdsl.dialects.builtin import Float64Type, FloatAttr, IntAttr, TensorType
+from xdsl.dialects.builtin import Float64Type, FloatAttr, IntAttr, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
@@ -56,14 +56,19 @@ def build_norm(
     eps: Epsilon,
     out_type: Attribute,
     variance_size: Attribute | None = None,
+    rounded_sum: bool = False,
 ) -> Operation:
-    """A `vllm.rms_norm` (or `vllm.fused_add_rms_norm` when there is a residual)."""
+    """A `vllm.rms_norm` (or `vllm.fused_add_rms_norm` when there is a residual; with
+    `rounded_sum`, the variant that normalises the sum rounded to x's dtype)."""
     props: dict[str, Attribute] = {}
     if eps.operand is None:
         assert eps.value is not None  # an Epsilon is a value or an operand
         props["epsilon"] = FloatAttr(eps.value, Float64Type())
     if variance_size is not None:
         props["variance_size"] = variance_size
+    if rounded_sum:
+        assert residual is not None, "rounded_sum needs a residual"
+        props["rounded_sum"] = UnitAttr()
     opt = [[weight] if weight is not None else [], [eps.operand] if eps.operand is not None else []]
     if residual is None:
         return RmsNormOp.build(operands=[x, *opt], result_types=[out_type], properties=props)

@@ -16,10 +16,11 @@ raise_quant.py and raise_silu.py. Three levels:
   (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed
   silu and gelu);
 - `exact=true`: only forms that are bit-exact with the native contract;
-- `approx=true`: also forms that round at another point (the HF residual sum rounded to
-  f16/bf16 before the norm -> fused_add_rms_norm): within the per-op OPS.md tolerance, but
-  measurably different after fp8 layers downstream. Quant forms need no level: each is
-  raised as the exact variant it computes (raise_quant.py, docs/OPS.md "Variants").
+- `approx=true`: once also forms that round at another point (the HF residual sum
+  rounded to f16/bf16 before the norm, an f16 quotient before fp8). Both are now raised at
+  every level as the exact variant they compute (fused_add_rms_norm{rounded_sum}, the quant
+  variants of raise_quant.py; docs/OPS.md "Variants"), so the option is accepted and no
+  form is raised approximately.
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
 |------------------------------------------------------------------|----------------------------|---------|
@@ -29,7 +30,7 @@ raise_quant.py and raise_silu.py. Three levels:
 | `* w` after the cast, w of x's dtype / before it, any float w     | weight(w) / weight(w.f32)  | exact   |
 | `* (1 + w.float())` (Gemma)                                      | weight(that f32 value)     | exact   |
 | `x.float() + r.float()` before the norm (vLLM native), f32 `x + r` | fused_add_rms_norm         | exact   |
-| `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm         | approx  |
+| `x + r` in f16/bf16 before the norm (HF)                         | fused_add_rms_norm{rounded_sum} | exact |
 | `x.float() * scale.reciprocal()` (f32 reciprocal), clamp(+-FMAX), fp8 | static_scaled_fp8_quant | exact   |
 | `x / scale` in f32, or rounded to f16/bf16 (+ a zero point)      | static, variant `div quotient ..` | exact |
 | `clamp_min(amax(abs(x)) / FMAX, 1/(FMAX*512))`, `x.float() / s`  | dynamic_per_token (+scale_ub) | exact |
@@ -97,8 +98,8 @@ class RaiseNativePass(ModulePass):
     """Raise only forms that are bit-exact with the contract."""
 
     approx: bool = False
-    """Also raise forms that round at another point than the contract (the f16/bf16
-    residual sum): within the per-op OPS.md tolerance, not bit-exact."""
+    """Accepted for compatibility; no effect: every form it once raised approximately (the
+    f16/bf16 residual sum, an f16 quotient before fp8) is raised as its exact variant."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact

@@ -15,12 +15,12 @@ replaces (OPS.md contract: `y = xf * rsqrt(mean(xf^2, -1) + eps)`, then
 3. `RaiseNormCastBack`: `rms_norm(x.float()).to(x.dtype)` -> `rms_norm(x)` (f32 weight kept),
    and `rms_norm(a.float() + r.float()).to(D)` -> `fused_add_rms_norm(a, r)` (vLLM's native).
 4. `RaiseFusedAdd`: `rms_norm(a + r)` -> `fused_add_rms_norm(a, r)`, the sum's later users
-   read `residual_out`. Exact in f32. In f16/bf16 (the HF decoder) the graph normalises the
-   rounded sum and the contract the unrounded one: a different rounding point, raised only
-   with `approx=true`. Per op that is within the OPS.md norm tolerance, but in a decoder
-   layer with fp8-quantized linears the one-step differences flip fp8 values and grow to
-   0.1 (bf16) / 0.03 (f16) at the layer output (measured), beyond the whole-model
-   tolerance. Without approx the norm is raised and the add stays.
+   read `residual_out`. In f16/bf16 (the HF decoder) the graph normalises the sum rounded
+   to that dtype, so it becomes the `rounded_sum` variant, which computes exactly that
+   (torch's f16/bf16 add is the f32 add rounded once; OPS.md "Variants"). In f32 the two
+   variants coincide and the default spelling is used. Exact at every level: `approx`
+   has nothing left to approximate here, and no form is mapped onto the f32-sum variant
+   unless it computes the f32 sum.
 
 Anything else (a mean over another dim, no keepdim, eps after the rsqrt, an eps that is
 not a scalar) stays as it was.
@@ -41,6 +41,7 @@ from vllm_xdsl.dialects.vllm import (
     ResidualNormOp,
     RmsNormOp,
     RmsNormSignature,
+    has_rounded_sum,
 )
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_build import Epsilon, build_norm, cast_op, epsilon_of
@@ -176,6 +177,7 @@ class RaiseNormWeight(RewritePattern):
         new = build_norm(
             norm.x, residual, weight, Epsilon.of(norm), out.type,
             norm.variance_size if isinstance(norm, RmsNormSignature) else None,
+            has_rounded_sum(norm),
         )
         rewriter.replace(op, [*new_ops, new], [new.results[0]])
         if isinstance(norm, ResidualNormOp):
@@ -246,12 +248,12 @@ class RaiseFusedAdd(RewritePattern):
             return
         if a.type != s.type or r.type != s.type:
             return
-        if m.dtype(s) != F32 and not self.approx:
-            return  # f16/bf16: the graph normalises the rounded sum, the contract the exact one
         casts = [(m.as_f32_of(v), v) for v in (a, r)]
         if m.dtype(s) == F32 and all(w is not None and w is not v for w, v in casts):
             return  # `a.float() + r.float()`: RaiseNormCastBack fuses it in a's dtype
-        new = build_norm(a, r, op.weight, Epsilon.of(op), op.out.type)
+        # f16/bf16: the norm reads the sum as the add rounded it.
+        rounded = m.dtype(s) != F32
+        new = build_norm(a, r, op.weight, Epsilon.of(op), op.out.type, rounded_sum=rounded)
         rewriter.replace(op, new, [new.results[0]])
         rewriter.replace_uses_with_if(
             s, new.results[1], lambda use: m.is_before(new, use.operation)

@@ -124,7 +124,8 @@ class Kernels:
         return out
 
     def fused_add_rms_norm(self, x: Tensor, residual: Tensor, weight: Tensor | None,
-                           epsilon: float, *, inplace: bool = False) -> tuple[Tensor, Tensor]:
+                           epsilon: float, rounded_sum: bool = False, *,
+                           inplace: bool = False) -> tuple[Tensor, Tensor]:
         op = "fused_add_rms_norm"
         lib, stream = self._prepare(op, x, residual, weight)
         if residual.shape != x.shape or residual.dtype != x.dtype:
@@ -140,7 +141,7 @@ class Kernels:
             ro2 = torch.empty_like(out2)
         lib.call("vx_fused_add_rms_norm", out2.data_ptr(), ro2.data_ptr(), x2.data_ptr(),
                  r2.data_ptr(), _ptr(w), x2.shape[0], H, x2.stride(0), r2.stride(0),
-                 out2.stride(0), ro2.stride(0), epsilon, self._dtype(x, op),
+                 out2.stride(0), ro2.stride(0), epsilon, int(rounded_sum), self._dtype(x, op),
                  self._dtype(w if w is not None else x, op), stream, op=op)
         if inplace:
             if out2 is not x2:  # not writable through a view: copy back
@@ -224,8 +225,8 @@ class Kernels:
 
     def fused(self, op: str, x: Tensor, residual: Tensor | None, weight: Tensor | None,
               epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
-              scheme_args: tuple[Any, ...], *, inplace: bool = False,
-              up: Tensor | None = None) -> tuple[Tensor, ...]:
+              scheme_args: tuple[Any, ...], rounded_sum: bool = False, *,
+              inplace: bool = False, up: Tensor | None = None) -> tuple[Tensor, ...]:
         s = scheme_of(op, scale, scale_ub, *scheme_args)
         lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub, up)
         x2 = _rows(x)
@@ -233,12 +234,13 @@ class Kernels:
         u2, act, H = self._act_rows(op, x, up)[1:] if is_act else (None, 0, x.shape[-1])
         if s.granularity == "group" and H % s.group_size:
             raise ValueError(f"{op}: group_size {s.group_size} does not divide hidden size {H}")
-        if weight is not None and weight.dtype != x.dtype:
-            raise ValueError(f"{op}: weight dtype {weight.dtype} differs from x dtype {x.dtype}")
+        if weight is not None and weight.dtype not in (x.dtype, _F32):
+            raise ValueError(f"{op}: weight dtype {weight.dtype} is neither x's {x.dtype} nor float32")
         q = torch.empty((*x.shape[:-1], H), dtype=s.dtype, device=x.device)
         qargs, scales = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub)
         dt = self._dtype(x, op)
         w = None if weight is None else weight.contiguous()
+        wdt = self._dtype(w if w is not None else x, op)
         if is_act:
             lib.call("vx_act_and_mul_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(),
                      _ptr(u2), x2.shape[0], H, x2.stride(0), 0 if u2 is None else u2.stride(0),
@@ -246,7 +248,7 @@ class Kernels:
             return q, scales
         if op == "rms_norm_quant":
             lib.call("vx_rms_norm_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(), _ptr(w),
-                     x2.shape[0], H, x2.stride(0), epsilon, *qargs, dt, stream, op=op)
+                     x2.shape[0], H, x2.stride(0), epsilon, *qargs, dt, wdt, stream, op=op)
             return q, scales
         assert residual is not None
         if residual.shape != x.shape or residual.dtype != x.dtype:
@@ -257,7 +259,7 @@ class Kernels:
         ro = residual if write_through else torch.empty(x.shape, dtype=x.dtype, device=x.device)
         lib.call("vx_fused_add_rms_norm_quant", q.data_ptr(), ro.data_ptr(), scales.data_ptr(),
                  x2.data_ptr(), r2.data_ptr(), _ptr(w), x2.shape[0], H, x2.stride(0), r2.stride(0),
-                 epsilon, *qargs, dt, stream, op=op)
+                 epsilon, int(rounded_sum), *qargs, dt, wdt, stream, op=op)
         if inplace and not write_through:
             residual.copy_(ro)
             ro = residual

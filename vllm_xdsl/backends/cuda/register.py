@@ -78,8 +78,8 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
         H //= 2
     w = args.get("weight")
     if w is not None:
-        # A float32 (Gemma-style) weight only for the unfused norms (fused ops: guard).
-        allowed = (x.dtype, torch.float32) if op in ("rms_norm", "fused_add_rms_norm") else (x.dtype,)
+        # x's dtype, or a float32 (Gemma-style) weight, unfused or fused with a quant.
+        allowed = (x.dtype, torch.float32)
         if w.dtype not in allowed:
             return f"weight dtype {w.dtype} with x dtype {x.dtype} is not supported"
         if w.shape != (H,) and None not in w.shape and H is not None:

@@ -55,8 +55,8 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     @op(N.fused_add_rms_norm)
     def fused_add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor | None,
-                           epsilon: float) -> tuple[Tensor, Tensor]:
-        return k.fused_add_rms_norm(x, residual, weight, epsilon)
+                           epsilon: float, rounded_sum: bool = False) -> tuple[Tensor, Tensor]:
+        return k.fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum)
 
     @op(N.static_scaled_fp8_quant)
     def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
@@ -128,12 +128,13 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                  quant_dtype: torch.dtype, static: bool, granularity: str,
                                  group_size: int = 0, column_major_scales: bool = False,
                                  use_ue8m0: bool = False, group_eps: float = 1e-10,
-                                 zero_point: Tensor | None = None, variant: str = ""
+                                 zero_point: Tensor | None = None, variant: str = "",
+                                 rounded_sum: bool = False
                                  ) -> tuple[Tensor, Tensor, Tensor]:
         default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, residual_out, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight,
-                                          epsilon, scale, scale_ub, args)
+                                          epsilon, scale, scale_ub, args, rounded_sum)
         return q, residual_out, scales
 
     for name in FUSED_ACT_OPS:
@@ -145,16 +146,17 @@ def define(vendor: Vendor) -> SimpleNamespace:
 
     @op(no_outputs, mutates_args=("x", "residual"))
     def fused_add_rms_norm_(x: Tensor, residual: Tensor, weight: Tensor | None,
-                            epsilon: float) -> None:
-        k.fused_add_rms_norm(x, residual, weight, epsilon, inplace=True)
+                            epsilon: float, rounded_sum: bool = False) -> None:
+        k.fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum, inplace=True)
 
     def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
                                       quant_dtype, static, granularity, group_size=0,
                                       column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
-                                      zero_point=None, variant=""):
+                                      zero_point=None, variant="", rounded_sum=False):
         q, _, scales = F.fused_add_rms_norm_quant(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant,
+            rounded_sum)
         return q, scales
 
     @op(fused_add_rms_norm_quant_fake, mutates_args=("residual",))
@@ -163,12 +165,13 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                   quant_dtype: torch.dtype, static: bool, granularity: str,
                                   group_size: int = 0, column_major_scales: bool = False,
                                   use_ue8m0: bool = False, group_eps: float = 1e-10,
-                                  zero_point: Tensor | None = None, variant: str = ""
+                                  zero_point: Tensor | None = None, variant: str = "",
+                                  rounded_sum: bool = False
                                   ) -> tuple[Tensor, Tensor]:
         default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
         q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
-                               scale_ub, args, inplace=True)
+                               scale_ub, args, rounded_sum, inplace=True)
         return q, scales
 
     return SimpleNamespace(**ops)
@@ -220,9 +223,10 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
            if not name.endswith("_")}
 
     def fused_add_rms_norm_inplace(x: Tensor, residual: Tensor, weight: Tensor | None,
-                                   epsilon: float) -> tuple[Tensor, Tensor]:
+                                   epsilon: float, rounded_sum: bool = False
+                                   ) -> tuple[Tensor, Tensor]:
         """Writes out into x and residual_out into residual; returns them."""
-        t.fused_add_rms_norm_(x, residual, weight, epsilon)
+        t.fused_add_rms_norm_(x, residual, weight, epsilon, rounded_sum)
         return x, residual
 
     def fused_add_rms_norm_quant_inplace(
@@ -230,13 +234,15 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
         group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
         group_eps: float = 1e-10, zero_point: Tensor | None = None, variant: str = "",
+        rounded_sum: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Writes residual_out into residual; returns (q, residual, scales)."""
         scheme_of("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
                   group_size, column_major_scales, use_ue8m0, group_eps, variant)
         q, scales = t.fused_add_rms_norm_quant_(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant)
+            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant,
+            rounded_sum)
         return q, residual, scales
 
     fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace

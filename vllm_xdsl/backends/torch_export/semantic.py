@@ -23,6 +23,7 @@ from vllm_xdsl.dialects.vllm import (
     QuantOp,
     RmsNormSignature,
     SemanticSignature,
+    has_rounded_sum,
 )
 
 from .literals import ExportError
@@ -110,6 +111,8 @@ def native_arguments(
             args[name] = _scheme_args(op)[_GROUP_PARAMETERS[name]]
         elif name == "variance_size" and isinstance(op, RmsNormSignature):
             args[name] = None if op.variance_size is None else op.variance_size.value.data
+        elif name == "rounded_sum":
+            args[name] = has_rounded_sum(op)
         elif name == "variant" and isinstance(op, QuantOp):
             args[name] = op.quant_scheme().variant.spelling()
         else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent

@@ -33,6 +33,8 @@ def describe(spec: KernelSpec) -> list[str]:
         f"block_size = {spec.block_size}",
         f"num_warps = {spec.num_warps}",
     ]
+    if spec.rounded_sum:
+        lines.append("rounded_sum = True (the norm reads x + residual rounded to dtype)")
     if spec.hw_casts:
         lines.append("hw_casts = True (bf16 / e4m3fn rounding by the GPU's conversions)")
     if spec.template == "norm":

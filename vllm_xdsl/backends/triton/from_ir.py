@@ -3,7 +3,8 @@
 The op's attributes map one to one onto the spec (see spec.py): op name, the element
 types of x / weight, the epsilon property (absent: a runtime operand), variance_size, the
 quant scheme (scheme attribute or op kind, plus the q element type), the presence of
-scale_ub, and the optional block_size / num_warps properties (defaults from the row).
+scale_ub, the rounded_sum variant, and the optional block_size / num_warps properties
+(defaults from the row).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from vllm_xdsl.backends.triton.spec import (
     tileable,
 )
 from vllm_xdsl.dialects.types import static_shape, torch_dtype
-from vllm_xdsl.dialects.vllm import ActAndMulOp, NormOp, QuantOp, SemanticSignature
+from vllm_xdsl.dialects.vllm import (
+    ActAndMulOp,
+    NormOp,
+    QuantOp,
+    SemanticSignature,
+    has_rounded_sum,
+)
 
 DIALECT = "triton"
 
@@ -62,6 +69,7 @@ def spec_of_op(op: Operation) -> KernelSpec:
         block_size=block,
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),
         zero_point=_zero_point_kind(getattr(op, "zero_point", None)),
+        rounded_sum=has_rounded_sum(op),
     )
 
 

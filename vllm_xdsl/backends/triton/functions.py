@@ -54,9 +54,9 @@ def rms_norm(
 
 
 def fused_add_rms_norm(
-    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool = False
 ) -> tuple[Tensor, Tensor]:
-    out, residual_out = L.norm(x, residual, weight, epsilon)
+    out, residual_out = L.norm(x, residual, weight, epsilon, rounded_sum=rounded_sum)
     return out, residual_out
 
 
@@ -203,6 +203,7 @@ def fused_add_rms_norm_quant(
     group_eps: float = 1e-10,
     zero_point: Tensor | None = None,
     variant: str = "",
+    rounded_sum: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor]:
     _variant("fused_add_rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
     scheme = L.fused_scheme(
@@ -220,7 +221,7 @@ def fused_add_rms_norm_quant(
     )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
     q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub,
-                                     zero_point=zero_point)
+                                     zero_point=zero_point, rounded_sum=rounded_sum)
     return q, residual_out, scales
 
 

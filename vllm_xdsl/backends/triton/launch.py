@@ -121,6 +121,7 @@ def _spec(
     has_scale_ub: bool = False,
     has_up: bool = False,
     zero_point: Tensor | None = None,
+    rounded_sum: bool = False,
 ) -> KernelSpec:
     return _cached_spec(
         op,
@@ -134,6 +135,7 @@ def _spec(
         uses_hw_casts(x.device),
         has_up,
         _zero_point_kind(zero_point),
+        rounded_sum,
     )
 
 
@@ -166,6 +168,7 @@ def _cached_spec(
     hw: bool,
     has_up: bool = False,
     zero_point: str | None = None,
+    rounded_sum: bool = False,
 ) -> KernelSpec:
     # Cached: a decode-sized launch must not pay for building and validating a spec.
     return KernelSpec(
@@ -181,6 +184,7 @@ def _cached_spec(
         hw,
         has_up,
         zero_point,
+        rounded_sum,
     )
 
 
@@ -249,8 +253,12 @@ def norm(
     *,
     bake_epsilon: bool = False,
     zero_point: Tensor | None = None,
+    rounded_sum: bool = False,
 ) -> tuple[Tensor, ...]:
-    """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results."""
+    """The norm family: (out | q, [residual_out], [scales]) in the order of the op's results.
+    `rounded_sum`: the fused add variant whose norm reads the rounded sum (residual_out)."""
+    if rounded_sum and residual is None:
+        raise ValueError("rounded_sum needs a residual (it is a fused_add_rms_norm variant)")
     _check_norm_args(x, weight, residual)
     x2 = _rows(x)
     tokens, hidden = x2.shape
@@ -269,6 +277,7 @@ def norm(
         scheme=scheme,
         has_scale_ub=scale_ub is not None,
         zero_point=zero_point,
+        rounded_sum=rounded_sum,
     )
     out_dtype = x.dtype if scheme is None else scheme.dtype
     out = torch.empty(x.shape, dtype=out_dtype, device=x.device)

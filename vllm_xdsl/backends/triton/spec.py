@@ -19,6 +19,8 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | `hw_casts`      | round to bf16 / e4m3fn with the GPU's      | launch choice (the device)         |
 |                 | conversions instead of f32 bit arithmetic  |                                    |
 | `zero_point`    | None, "tensor" or "token": a zero point    | the `zero_point` operand's shape   |
+| `rounded_sum`   | fused add: the norm reads x + residual     | `rounded_sum` unit property        |
+|                 | rounded to dtype (else the f32 sum)        |                                    |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
 kernel serves every shape whose row fits in `block_size`.
@@ -122,6 +124,7 @@ class KernelSpec:
     hw_casts: bool = False
     has_up: bool = False
     zero_point: str | None = None
+    rounded_sum: bool = False
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -163,6 +166,8 @@ class KernelSpec:
             return f"weight dtype must be f16, bf16 or f32, not {self.weight_dtype}"
         if self.variance_size is not None and (self.op != "rms_norm" or self.variance_size < 1):
             return "variance_size is a positive size of rms_norm only"
+        if self.rounded_sum and not self.has_residual:
+            return "rounded_sum belongs to the fused add ops only"
         if (self.op in QUANT_OPS or self.op in FUSED_QUANT_OPS) != (self.scheme is not None):
             return "a quant scheme is required by the quant ops and only by them"
         s = self.scheme
@@ -196,6 +201,8 @@ class KernelSpec:
             parts.append("eps" + repr(self.epsilon).replace(".", "p").replace("-", "m"))
         if self.variance_size is not None:
             parts.append(f"var{self.variance_size}")
+        if self.rounded_sum:
+            parts.append("rsum")
         if self.scheme is not None:
             parts.append(scheme_tag(self.scheme))
         if self.has_scale_ub:

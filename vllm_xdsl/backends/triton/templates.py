@@ -85,7 +85,14 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     eps = "epsilon" if spec.epsilon is None else flt(spec.epsilon)
 
     k.add(*_prologue(spec), "mask = cols < H", "x = " + _load("x_ptr", "x_row_stride"))
-    if spec.has_residual:
+    if spec.has_residual and spec.rounded_sum:
+        k.add(
+            f"# s = x + residual in f32, rounded to {spec.dtype}: residual_out, and what the norm reads",
+            "x = " + round_to("x + " + _load("residual_ptr", "residual_row_stride"), spec.dtype,
+                              spec.hw_casts),
+            _store("residual_out_ptr", "residual_out_row_stride", "x", spec.dtype),
+        )
+    elif spec.has_residual:
         k.add(
             "# s = x + residual in f32; residual_out is s rounded, the norm uses s unrounded",
             "x = x + " + _load("residual_ptr", "residual_row_stride"),

@@ -99,6 +99,7 @@ struct Params {
   int fnuz;                // fp8 flavour: e4m3fnuz (FMAX 224) instead of e4m3fn (448)
   float qmax;
   int vec;                 // 1: rows are 16-byte aligned, use vector loads/stores
+  int rounded_sum;         // fused add: the norm reads x + residual rounded to T (residual_out)
 };
 
 template <class Op> VX_DEV float block_reduce(float v, Op op, float ident) {
@@ -142,14 +143,15 @@ template <typename T, typename W, int PROD> struct RowProducer {
     r_out = PROD == P_ADD_RMS_NORM ? static_cast<T*>(p.residual_out) + row * p.ro_stride : nullptr;
   }
 
-  // fp32 input of the norm: x, or the unrounded sum x + residual.
+  // fp32 input of the norm: x, or the sum x + residual, unrounded or (rounded_sum) rounded
+  // to T as residual_out stores it.
   template <int N> VX_DEV void norm_input(int64_t i, float* s) const {
     load<T, N>(x + i, s);
     if constexpr (PROD == P_ADD_RMS_NORM) {
       float rv[N];
       load<T, N>(r + i, rv);
 #pragma unroll
-      for (int k = 0; k < N; ++k) s[k] += rv[k];
+      for (int k = 0; k < N; ++k) s[k] = p.rounded_sum ? round_to<T>(s[k] + rv[k]) : s[k] + rv[k];
     }
   }
 

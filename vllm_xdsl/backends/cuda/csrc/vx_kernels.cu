@@ -72,8 +72,8 @@ static int launch(Params p, vxStream_t stream) {
 template <typename T, int PROD, int SCHEME>
 static int launch_w(Params p, int wdtype, int dtype, vxStream_t stream) {
   if (p.weight == nullptr || wdtype == dtype) return launch<T, T, PROD, SCHEME>(p, stream);
-  if constexpr (SCHEME == S_NONE && !std::is_same<T, float>::value) {
-    // Gemma-style float32 weight: unfused norms only (the fusion guard keeps it out of fused ops).
+  if constexpr ((PROD == P_RMS_NORM || PROD == P_ADD_RMS_NORM) && !std::is_same<T, float>::value) {
+    // Gemma-style float32 weight on f16/bf16 x, unfused or followed by any quant.
     if (wdtype == D_F32) return launch<T, float, PROD, SCHEME>(p, stream);
   }
   return fail("unsupported weight dtype code %s%lld for this activation dtype", "", wdtype);
@@ -163,15 +163,17 @@ int vx_rms_norm(void* out, const void* x, const void* weight, int64_t rows, int6
   return launch_scheme<P_RMS_NORM>(p, S_NONE, dtype, wdtype, static_cast<vxStream_t>(stream));
 }
 
-// In place when out == x and residual_out == residual (strides as given).
+// In place when out == x and residual_out == residual (strides as given). rounded_sum: the
+// norm reads the sum rounded to the activation dtype (the OPS.md variant).
 int vx_fused_add_rms_norm(void* out, void* residual_out, const void* x, const void* residual,
                           const void* weight, int64_t rows, int64_t hidden, int64_t x_stride,
                           int64_t r_stride, int64_t out_stride, int64_t ro_stride, float eps,
-                          int dtype, int wdtype, void* stream) {
+                          int rounded_sum, int dtype, int wdtype, void* stream) {
   Params p = {};
   p.x = x; p.residual = residual; p.weight = weight; p.out = out; p.residual_out = residual_out;
   p.rows = rows; p.hidden = hidden; p.x_stride = x_stride; p.r_stride = r_stride;
   p.out_stride = out_stride; p.ro_stride = ro_stride; p.var_size = hidden; p.eps = eps;
+  p.rounded_sum = rounded_sum;
   return launch_scheme<P_ADD_RMS_NORM>(p, S_NONE, dtype, wdtype, static_cast<vxStream_t>(stream));
 }
 
@@ -195,22 +197,23 @@ int vx_quant(void* q, float* scales, const void* x, int64_t rows, int64_t hidden
 
 int vx_rms_norm_quant(void* q, float* scales, const void* x, const void* weight, int64_t rows,
                       int64_t hidden, int64_t x_stride, float eps, VX_QUANT_ARGS, int dtype,
-                      void* stream) {
+                      int wdtype, void* stream) {
   Params p = VX_QUANT_PARAMS(q, scales);
   p.x = x; p.weight = weight; p.rows = rows; p.hidden = hidden; p.x_stride = x_stride;
   p.var_size = hidden; p.eps = eps;
-  return launch_scheme<P_RMS_NORM>(p, scheme, dtype, dtype, static_cast<vxStream_t>(stream));
+  return launch_scheme<P_RMS_NORM>(p, scheme, dtype, wdtype, static_cast<vxStream_t>(stream));
 }
 
 int vx_fused_add_rms_norm_quant(void* q, void* residual_out, float* scales, const void* x,
                                 const void* residual, const void* weight, int64_t rows,
                                 int64_t hidden, int64_t x_stride, int64_t r_stride, float eps,
-                                VX_QUANT_ARGS, int dtype, void* stream) {
+                                int rounded_sum, VX_QUANT_ARGS, int dtype, int wdtype,
+                                void* stream) {
   Params p = VX_QUANT_PARAMS(q, scales);
   p.x = x; p.residual = residual; p.weight = weight; p.residual_out = residual_out;
   p.rows = rows; p.hidden = hidden; p.x_stride = x_stride; p.r_stride = r_stride;
-  p.ro_stride = hidden; p.var_size = hidden; p.eps = eps;
-  return launch_scheme<P_ADD_RMS_NORM>(p, scheme, dtype, dtype, static_cast<vxStream_t>(stream));
+  p.ro_stride = hidden; p.var_size = hidden; p.eps = eps; p.rounded_sum = rounded_sum;
+  return launch_scheme<P_ADD_RMS_NORM>(p, scheme, dtype, wdtype, static_cast<vxStream_t>(stream));
 }
 
 int vx_act_and_mul_quant(void* q, float* scales, const void* x, const void* up, int64_t rows,
