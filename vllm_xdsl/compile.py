@@ -18,8 +18,10 @@ unmodified graph (strict raises).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -79,11 +81,46 @@ class PipelineLog:
 RESULTS = PipelineLog()
 
 
-def _inner_compile(inner: str, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+class InductorForward:
+    """Inductor's own forward step after AOTAutograd, as plain `backend="inductor"` runs it
+    (`compile_fx_forward`): on an inference graph its joint-graph passes, then output
+    strides and static inputs for `compile_fx_inner`. Calling compile_fx_inner alone made
+    the post-grad passes redo the joint-graph rewrites, and each rewrite re-ran fake-tensor
+    propagation through every node downstream (issue 17: 161 of 279 nodes at 2 layers)."""
+
+    def __init__(self, dynamo_gm: torch.fx.GraphModule, num_inputs: int) -> None:
+        from torch._inductor.compile_fx import create_compiler_config_extra, get_num_model_outputs
+
+        self.num_outputs = get_num_model_outputs(dynamo_gm)
+        self.num_inputs = num_inputs
+        self.extra = create_compiler_config_extra(dynamo_gm)
+
+    def __call__(
+        self, gm: torch.fx.GraphModule, example_inputs: list[Any], is_inference: bool
+    ) -> Callable:
+        from torch._guards import detect_fake_mode
+        from torch._inductor.compile_fx import compile_fx_forward, compile_fx_inner
+        from torch._inductor.virtualized import V
+
+        fake_mode = detect_fake_mode(example_inputs)
+        with V.set_fake_mode(fake_mode) if fake_mode is not None else contextlib.nullcontext():
+            return compile_fx_forward(
+                gm, example_inputs, num_orig_model_outputs=self.num_outputs,
+                num_example_inputs=self.num_inputs, compiler_config_extra=self.extra,
+                inner_compile=compile_fx_inner, is_inference=is_inference,
+            )
+
+
+def _inner_compile(
+    inner: str, gm: torch.fx.GraphModule, example_inputs: list[Any],
+    inductor: InductorForward | None = None, is_inference: bool = False,
+) -> Callable:
     if inner == "eager":
         from torch._functorch.aot_autograd import make_boxed_func
 
         return make_boxed_func(gm)  # AOTAutograd's calling convention (a list of args)
+    if inductor is not None:
+        return inductor(gm, example_inputs, is_inference)
     from torch._inductor.compile_fx import compile_fx_inner
 
     return compile_fx_inner(gm, example_inputs)
@@ -101,11 +138,16 @@ def transform(
     dumper = Dumper.from_env(getattr(gm, "_vllm_xdsl_name", "graph"))
     stage = "import"
     try:
+        start = time.perf_counter()
         imported = import_graph(gm)
+        imported_at = time.perf_counter()
         result = run_pipeline(imported.module, options, dumper)
         stage = "export"
+        exporting_at = time.perf_counter()
         values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
         exported = export_module(imported.module, gm, values, imported.origin, decompose)
+        result.seconds["import"] = imported_at - start
+        result.seconds["export"] = time.perf_counter() - exporting_at
     except StageError:
         raise
     except Exception as e:
@@ -125,8 +167,13 @@ def device_target(example_inputs: list[Any]) -> str:
 class ForwardCompiler:
     """AOTAutograd's forward/inference compiler: transform, then the inner compiler."""
 
-    def __init__(self, options: BackendOptions) -> None:
+    def __init__(
+        self, options: BackendOptions, inductor: InductorForward | None = None,
+        is_inference: bool = False,
+    ) -> None:
         self.options = options
+        self.inductor = inductor
+        self.is_inference = is_inference
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         options = self.options.pipeline
@@ -137,7 +184,7 @@ class ForwardCompiler:
         except StageError as e:
             return self._fall_back(e.stage, e.cause, gm, example_inputs)
         try:
-            return _inner_compile(self.options.inner, new_gm, example_inputs)
+            return self._compile(new_gm, example_inputs)
         except Exception as e:  # the original graph compiles: the transform broke it
             return self._fall_back(f"{self.options.inner} compile", e, gm, example_inputs)
 
@@ -151,7 +198,12 @@ class ForwardCompiler:
             stage, type(cause).__name__, cause,
         )
         logger.debug("vllm_xdsl: %s failure", stage, exc_info=cause)
-        return _inner_compile(self.options.inner, gm, example_inputs)
+        return self._compile(gm, example_inputs)
+
+    def _compile(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
+        return _inner_compile(
+            self.options.inner, gm, example_inputs, self.inductor, self.is_inference
+        )
 
 
 def vllm_xdsl_backend(
@@ -162,10 +214,12 @@ def vllm_xdsl_backend(
     parsed = BackendOptions.parse(options)  # first: a typo fails before any work
     from vllm_xdsl.frontend.capture import aot_backend
 
-    forward = ForwardCompiler(parsed)
+    inductor = InductorForward(gm, len(example_inputs)) if parsed.inner == "inductor" else None
+    forward = ForwardCompiler(parsed, inductor)
+    inference = ForwardCompiler(parsed, inductor, is_inference=True)
     inner = parsed.inner
 
     def backward(bw_gm: torch.fx.GraphModule, bw_inputs: list[Any]) -> Callable:
         return _inner_compile(inner, bw_gm, bw_inputs)
 
-    return aot_backend(forward, backward)(gm, example_inputs)
+    return aot_backend(forward, backward, inference)(gm, example_inputs)

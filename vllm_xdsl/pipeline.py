@@ -4,6 +4,8 @@ benchmarks and the demo.
     result = run_pipeline(module, PipelineOptions(passes=("raise-native", "lower-dispatch")))
     result.stages   # op counts after import and after each pass
     result.report   # the dispatch report, if lower-dispatch ran
+    result.seconds  # wall seconds per stage (each pass with its verify and op counts;
+                    # the torch.compile backend adds "import" and "export")
 
 Passes whose module does not exist yet are skipped with a debug log. With a `Dumper`
 (`VLLM_XDSL_DUMP_DIR`), the IR after import and after each pass is written as
@@ -18,6 +20,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +67,7 @@ class PipelineResult:
     stages: list[Stage] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     report: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def op_counts(module: ModuleOp) -> Counter[str]:
@@ -204,6 +208,7 @@ def run_pipeline(
         owner = sys.modules.get(type(p).__module__)
         if owner is not None and "LAST_REPORT" in vars(owner):
             vars(owner)["LAST_REPORT"] = None  # so that a stale report is never shown
+        start = time.perf_counter()
         try:
             p.apply(ctx, module)
             module.verify()
@@ -212,6 +217,7 @@ def run_pipeline(
                 dumper.module(f"{name}-FAILED", module)
             raise StageError(f"pass {name}", e) from e
         result.stages.append(Stage(name, op_counts(module)))
+        result.seconds[name] = time.perf_counter() - start
         if dumper:
             dumper.module(name, module)
         if name == "lower-dispatch":

@@ -16,14 +16,18 @@ import torch.fx
 FwCompiler = Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]
 
 
-def aot_backend(fw_compiler: FwCompiler, bw_compiler: FwCompiler | None = None) -> Callable:
-    """A Dynamo backend that hands `fw_compiler` the functional aten graph."""
+def aot_backend(
+    fw_compiler: FwCompiler, bw_compiler: FwCompiler | None = None,
+    inference_compiler: FwCompiler | None = None,
+) -> Callable:
+    """A Dynamo backend that hands `fw_compiler` (or `inference_compiler`, without grad)
+    the functional aten graph."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 
     return aot_autograd(
         fw_compiler=fw_compiler,
-        inference_compiler=fw_compiler,
+        inference_compiler=inference_compiler or fw_compiler,
         bw_compiler=bw_compiler or fw_compiler,
         decompositions=select_decomp_table(),
         keep_inference_input_mutations=True,
