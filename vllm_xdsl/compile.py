@@ -89,8 +89,13 @@ class InductorForward:
     propagation through every node downstream (issue 17: 161 of 279 nodes at 2 layers)."""
 
     def __init__(self, dynamo_gm: torch.fx.GraphModule, num_inputs: int) -> None:
-        from torch._inductor.compile_fx import create_compiler_config_extra, get_num_model_outputs
+        from torch._inductor.compile_fx import (
+            compile_fx_forward,
+            create_compiler_config_extra,
+            get_num_model_outputs,
+        )
 
+        self.compile_fx_forward = compile_fx_forward  # ImportError here: not in this torch
         self.num_outputs = get_num_model_outputs(dynamo_gm)
         self.num_inputs = num_inputs
         self.extra = create_compiler_config_extra(dynamo_gm)
@@ -99,16 +104,25 @@ class InductorForward:
         self, gm: torch.fx.GraphModule, example_inputs: list[Any], is_inference: bool
     ) -> Callable:
         from torch._guards import detect_fake_mode
-        from torch._inductor.compile_fx import compile_fx_forward, compile_fx_inner
+        from torch._inductor.compile_fx import compile_fx_inner
         from torch._inductor.virtualized import V
 
         fake_mode = detect_fake_mode(example_inputs)
         with V.set_fake_mode(fake_mode) if fake_mode is not None else contextlib.nullcontext():
-            return compile_fx_forward(
+            return self.compile_fx_forward(
                 gm, example_inputs, num_orig_model_outputs=self.num_outputs,
                 num_example_inputs=self.num_inputs, compiler_config_extra=self.extra,
                 inner_compile=compile_fx_inner, is_inference=is_inference,
             )
+
+
+def _inductor_forward(dynamo_gm: torch.fx.GraphModule, num_inputs: int) -> InductorForward | None:
+    """Inductor's forward step, or None on a torch without it (`compile_fx_forward` and its
+    helpers are internal to Inductor): then compile_fx_inner alone, as before."""
+    try:
+        return InductorForward(dynamo_gm, num_inputs)
+    except ImportError:
+        return None
 
 
 def _inner_compile(
@@ -214,7 +228,7 @@ def vllm_xdsl_backend(
     parsed = BackendOptions.parse(options)  # first: a typo fails before any work
     from vllm_xdsl.frontend.capture import aot_backend
 
-    inductor = InductorForward(gm, len(example_inputs)) if parsed.inner == "inductor" else None
+    inductor = _inductor_forward(gm, len(example_inputs)) if parsed.inner == "inductor" else None
     forward = ForwardCompiler(parsed, inductor)
     inference = ForwardCompiler(parsed, inductor, is_inference=True)
     inner = parsed.inner
