@@ -208,11 +208,21 @@ def same_type(a: SSAValue, b: SSAValue) -> bool:
 
 
 def is_before(a: Operation, b: Operation) -> bool:
-    """`a` comes strictly before `b` in the same block."""
+    """`a` comes strictly before `b` in the same block.
+
+    Walks forward from both at once instead of taking block indices (each an O(block) walk:
+    quadratic over a 32-layer graph): the walk from `a` meets `b`, or the walk from `b`
+    ends without meeting `a`, after as many steps as the two are apart, at most."""
     block = a.parent_block()
-    if block is None or block is not b.parent_block():
+    if block is None or block is not b.parent_block() or a is b:
         return False
-    return block.get_operation_index(a) < block.get_operation_index(b)
+    from_a, from_b = a.next_op, b.next_op
+    while True:
+        if from_a is b or from_b is None:
+            return True
+        if from_b is a or from_a is None:
+            return False
+        from_a, from_b = from_a.next_op, from_b.next_op
 
 
 def uses_after(value: SSAValue, anchor: Operation) -> bool:
