@@ -3,8 +3,8 @@
 quant site is raised (as its exact variant, docs/OPS.md "Variants") and the compiled
 output equals eager bit for bit.
 
-- compressed-tensors 0.20 presets FP8, FP8_DYNAMIC and W8A8 on a tiny random-config
-  transformers Llama. Stock compressed-tensors breaks the graph at every Linear
+- compressed-tensors 0.20 presets FP8, FP8_DYNAMIC, W8A8 and FP8_BLOCK on a tiny
+  random-config transformers Llama. Stock compressed-tensors breaks the graph at every Linear
   (`patch_attr`), so each quantized Linear's forward here calls compressed-tensors' own
   `forward_quantize` on its input and then `F.linear`.
 - vLLM's `QuantFP8.forward_native` (vllm/model_executor/layers/quantization/
@@ -68,14 +68,15 @@ def _quants(counts: dict[str, int]) -> int:
 # --- compressed-tensors -----------------------------------------------------------------
 
 
-def _ct_llama(preset: str) -> tuple[torch.nn.Module, int]:
+def _ct_llama(preset: str, hidden: int = 64, intermediate: int = 128
+              ) -> tuple[torch.nn.Module, int]:
     ct = pytest.importorskip("compressed_tensors.quantization")
     transformers = pytest.importorskip("transformers")
     from compressed_tensors.quantization.lifecycle.forward import forward_quantize
 
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, vocab_size=128, max_position_embeddings=64)
     model = transformers.LlamaForCausalLM(cfg).to(BF16).eval()
     config = ct.QuantizationConfig(
@@ -131,6 +132,29 @@ def test_compressed_tensors_presets(preset: str, op: str, provider: str, tmp_pat
     if provider == "triton":
         report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))
         assert report.count("-> triton") == 14, report
+
+
+def test_compressed_tensors_fp8_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FP8_BLOCK quantizes activations per token group of 128 (dynamic, bf16 scales, a zero
+    point per group): compressed-tensors reduces `x.unflatten(-1, (G, 128))` with
+    keepdim=False and divides by `scale.unsqueeze(-1)`; raised as per_token_group_fp8_quant
+    with the FP8_DYNAMIC variant and a per-group zero point. Hidden 128 (one group) and
+    intermediate 256 (two groups: down_proj, fused with the SiLU-and-mul)."""
+    model, sites = _ct_llama("FP8_BLOCK", hidden=128, intermediate=256)
+    assert sites == 14
+    ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
+    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch)
+    op = "vllm.per_token_group_fp8_quant"
+    assert raised == {op: sites, "vllm.rms_norm": 1, "vllm.fused_add_rms_norm": 4,
+                      "vllm.silu_and_mul": 2}, raised
+    assert fused.get("vllm.rms_norm_quant", 0) == 3, fused
+    assert fused.get("vllm.fused_add_rms_norm_quant", 0) == 7, fused
+    assert fused.get("vllm.silu_and_mul_quant", 0) == 2 and fused.get(op) == 2, fused
+    text = "".join(f.read_text() for f in tmp_path.glob("*/01-raise-native.mlir"))
+    assert text.count("quant_variant<quotient bf16 scale bf16 zero_eps 7.812500e-03>") == 14
+    # Nothing of compressed-tensors' scale computation is left: the dequant reads the op's.
+    assert "aten::amax" not in text and "aten::amin" not in text
+    assert same
 
 
 # --- vLLM QuantFP8.forward_native -------------------------------------------------------
