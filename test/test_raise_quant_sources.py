@@ -157,6 +157,56 @@ def test_compressed_tensors_fp8_block(tmp_path: Path, monkeypatch: pytest.Monkey
     assert same
 
 
+class CTGroupQuant(torch.nn.Module):
+    """RMSNorm, then compressed-tensors' dynamic GROUP fake quant written out as 0.20 computes
+    it (compute_dynamic_scales_and_zp, calculate_qparams, _process_group,
+    _quantize_dequantize); `scale_of` = "other" takes the scale from another tensor's
+    groups (x * 2), a form that is no quant of x: it must stay as it is."""
+
+    def __init__(self, hidden: int, scale_of: str = "x") -> None:
+        super().__init__()
+        self.norm, self.scale_of = _Norm(hidden), scale_of
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm(x)
+        src = x if self.scale_of == "x" else x * 2
+        value = src.unflatten(-1, (x.shape[-1] // 32, 32))
+        mn, mx = torch.amin(value, dim=-1), torch.amax(value, dim=-1)
+        mn, mx = torch.min(mn, torch.zeros_like(mn)), torch.max(mx, torch.zeros_like(mx))
+        bit_range = torch.tensor(FMAX) - torch.tensor(-FMAX)
+        scale = torch.max(torch.abs(mn), torch.abs(mx)) / (bit_range.to(mx.dtype) / 2)
+        zp = torch.zeros(scale.shape, dtype=mn.dtype)
+        eps = torch.tensor(torch.finfo(scale.dtype).eps, dtype=scale.dtype)
+        scale = torch.where(scale == 0, eps, scale)
+        zp = torch.clamp(zp.float(), -FMAX, FMAX).to(zp.dtype).to(FP8)
+        xg, sg, zg = x.unflatten(-1, (x.shape[-1] // 32, 32)), scale.unsqueeze(-1), zp.unsqueeze(-1)
+        scaled = xg / sg + zg.to(x.dtype)
+        q = torch.clamp(scaled, torch.tensor(-FMAX), torch.tensor(FMAX)).to(FP8)
+        return ((q.to(sg.dtype) - zg.to(sg.dtype)) * sg).flatten(-2).to(x.dtype)
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "3d"])
+def test_compressed_tensors_group_form(shape: tuple[int, ...], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two groups per row: raised with a [..., 2] zero point and fused with the norm."""
+    torch.manual_seed(0)
+    x = torch.randn(shape, dtype=BF16) * 3
+    raised, fused, same = _compiled_ops(CTGroupQuant(64).to(BF16), (x,), tmp_path, monkeypatch)
+    assert raised == {"vllm.rms_norm": 1, "vllm.per_token_group_fp8_quant": 1}, raised
+    assert fused == {"vllm.rms_norm_quant": 1}, fused
+    assert same
+
+
+def test_group_scale_of_another_tensor_is_not_raised(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(7, 64, dtype=BF16) * 3
+    model = CTGroupQuant(64, scale_of="other").to(BF16)
+    raised, _, same = _compiled_ops(model, (x,), tmp_path, monkeypatch)
+    assert raised == {"vllm.rms_norm": 1}, raised
+    assert same
+
+
 # --- vLLM QuantFP8.forward_native -------------------------------------------------------
 
 
