@@ -100,6 +100,38 @@ def test_ct_dynamic_per_token_int8() -> None:
     _same(s, scale.reshape(-1, 1))
 
 
+def ct_dynamic_group_scale(xg, qrange):  # noqa: ANN001, ANN201
+    """compute_dynamic_scales_and_zp for GROUP: amin/amax of x.unflatten(-1, (G, gs)) over
+    the last dim without keepdim, then calculate_qparams (symmetric), in x's dtype: [..., G]."""
+    mn = torch.min(xg.amin(dim=-1), torch.zeros(1, dtype=xg.dtype))
+    mx = torch.max(xg.amax(dim=-1), torch.zeros(1, dtype=xg.dtype))
+    scales = torch.max(mn.abs(), mx.abs()) / (torch.tensor(qrange).to(xg.dtype) / 2)
+    return torch.where(scales == 0, torch.tensor(CT_EPS, dtype=scales.dtype), scales)
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)])
+def test_ct_dynamic_per_group_fp8(shape: tuple[int, ...]) -> None:
+    """FP8_BLOCK's activations: groups of gs, bf16 scales, a zero point per group
+    ([..., G], compressed-tensors' `scale.unsqueeze(-1)` and `zp.unsqueeze(-1)`)."""
+    x, gs = _x(shape, BF16), 16
+    x[..., 1, :gs] = 0  # a zero group in a row that is not zero
+    xg = x.unflatten(-1, (64 // gs, gs))
+    scale = ct_dynamic_group_scale(xg, 896.0)
+    zp = torch.zeros(scale.shape, dtype=E4M3)
+    ref = ct_fake_quant_q(xg, scale.unsqueeze(-1), zp.unsqueeze(-1), torch.tensor(-448.0),
+                          torch.tensor(448.0), False).flatten(-2)
+    variant = f"quotient bf16 scale bf16 zero_eps {CT_EPS}"
+    q, s = N.per_token_group_fp8_quant(x, gs, False, False, 1e-10, E4M3, zp.to(BF16), variant)
+    _same(q, ref)
+    _same(s, scale.reshape(-1, 64 // gs))
+    # A zero point that is not 0 is added per group, not per token or per column.
+    zk = (torch.randn(scale.shape, generator=torch.Generator().manual_seed(3)) * 4).round()
+    ref = ct_fake_quant_q(xg, scale.unsqueeze(-1), zk.to(BF16).unsqueeze(-1),
+                          torch.tensor(-448.0), torch.tensor(448.0), False).flatten(-2)
+    _same(N.per_token_group_fp8_quant(x, gs, False, False, 1e-10, E4M3, zk.to(BF16),
+                                      variant)[0], ref)
+
+
 @pytest.mark.parametrize("with_ub", [False, True])
 @pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)])
 def test_vllm_quant_fp8_per_token(shape: tuple[int, ...], with_ub: bool) -> None:
@@ -214,6 +246,18 @@ LOWERING_CASES = {
         "tensor<2x?x64xi8>, tensor<?x1xbf16>",
         lambda: (_x((2, 5, 64), BF16), torch.zeros(2, 5, 1, dtype=BF16)),
     ),
+    "ct_group_fp8": (
+        "%x: tensor<2x?x64xbf16>, %z: tensor<2x?x4xbf16>",
+        "%q, %s = vllm.per_token_group_fp8_quant %x zero_point(%z : tensor<2x?x4xbf16>) "
+        "{group_size = 16 : i64, variant = #vllm.quant_variant<quotient bf16 scale bf16 "
+        "zero_eps 7.8125e-03>} : tensor<2x?x64xbf16> -> tensor<2x?x64xf8E4M3FN>, "
+        "tensor<?x4xbf16>\n"
+        "func.return %q, %s : tensor<2x?x64xf8E4M3FN>, tensor<?x4xbf16>",
+        "tensor<2x?x64xf8E4M3FN>, tensor<?x4xbf16>",
+        lambda: (_x((2, 5, 64), BF16),
+                 (torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(2)) * 4).round()
+                 .to(BF16)),
+    ),
     "vllm_group_min_scale": (
         "%x: tensor<?x64xbf16>",
         "%q, %s = vllm.per_token_group_fp8_quant %x {group_size = 16 : i64, use_ue8m0 = true, "
@@ -293,6 +337,16 @@ def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
         f"scale_dtype, floor (variant {CT_TOKEN!r})")
     assert check(token, scale_ub=None, zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") \
         is True
+    # A zero point per group (compressed-tensors' FP8_BLOCK): the kernels add one per row.
+    group = {"group_size": 32, "column_major_scales": False, "use_ue8m0": False, "eps": 1e-10}
+    why = "the triton kernels have no per-group zero point (one per tensor or row only)"
+    assert check("per_token_group_fp8_quant", **group, zero_point=TensorMeta(BF16, (7, 2), "cuda"),
+                 variant=CT_TOKEN) == why
+    assert check("per_token_group_fp8_quant", **group, zero_point=None, variant=CT_TOKEN) is True
+    assert check("rms_norm_quant", weight=None, epsilon=1e-6, scale=None, scale_ub=None,
+                 quant_dtype=E4M3, static=False, granularity="group", group_size=32,
+                 column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
+                 zero_point=TensorMeta(BF16, (7, 2), "cuda"), variant=CT_TOKEN) == why
 
 
 TRITON_VARIANTS = ["div", "recip", "div quotient bf16", "quotient f16", "recip quotient bf16"]

@@ -62,7 +62,7 @@ FUSED_SCHEMES: tuple[tuple[torch.dtype, bool, str, dict[str, Any], bool], ...] =
 
 
 # Quant variants (docs/OPS.md "Variants") per unfused op: (variant, zero point: None,
-# "tensor" ([1]) or "token" ([T, 1])); the fused ops take VARIANTS_FUSED with every scheme
+# "tensor" ([1]), "token" ([T, 1]) or "group" ([T, G])); the fused ops take VARIANTS_FUSED with every scheme
 # they fit. Providers that lack a variant reject it (verify shows them as skipped).
 CT_FP8_TOKEN = f"quotient bf16 scale bf16 zero_eps {torch.finfo(torch.bfloat16).eps!r}"
 VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
@@ -70,7 +70,8 @@ VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
                                 ("quotient f16", None)),
     "dynamic_scaled_fp8_quant": (("div", None),),
     "dynamic_per_token_scaled_fp8_quant": (("recip", None), (CT_FP8_TOKEN, "token")),
-    "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None)),
+    "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None),
+                                  (CT_FP8_TOKEN, "group")),
     "static_scaled_int8_quant": (("quotient bf16", "tensor"), ("recip", None)),
     "dynamic_per_token_scaled_int8_quant": ((CT_FP8_TOKEN + " range 127.5", "token"),
                                             ("recip quotient f16", None)),
@@ -78,10 +79,11 @@ VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
 VARIANTS_FUSED = ("div quotient bf16", "recip quotient f16")
 
 
-def _zero_point(kind: str | None, tokens: int, device: str, seed: int) -> torch.Tensor | None:
+def _zero_point(kind: str | None, tokens: int, device: str, seed: int, groups: int = 1
+                ) -> torch.Tensor | None:
     if kind is None:
         return None
-    shape = (1,) if kind == "tensor" else (tokens, 1)
+    shape = {"tensor": (1,), "token": (tokens, 1)}.get(kind, (tokens, groups))
     return _rand(shape, torch.bfloat16, device, seed).round()
 
 
@@ -176,7 +178,7 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                     yield Case(op, dtype, (x(), gs, cm, ue, 1e-10, fp8),
                                f"{f8} gs={gs} column_major={cm} ue8m0={ue}")
         for variant, zp_kind in VARIANTS.get(op, ()):
-            zp = _zero_point(zp_kind, t, device, next(seed))
+            zp = _zero_point(zp_kind, t, device, next(seed), h // _group_sizes(h)[0])
             lab = f"{base} variant={variant!r}" + (f" zero_point={zp_kind}" if zp_kind else "")
             if op == "static_scaled_fp8_quant":
                 yield Case(op, dtype, (x(), scale, E4M3, zp, variant), lab)

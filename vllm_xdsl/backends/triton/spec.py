@@ -252,3 +252,12 @@ def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
                      "per_token_group_fp8_quant") or (
         args.get("static") is False and args.get("granularity") in ("token", "group"))
     return EPILOGUE_FIELDS + SCALE_FIELDS if per_row else EPILOGUE_FIELDS
+
+
+def zero_point_problem(op: str, args: dict[str, Any]) -> str | None:
+    """The kernels add one zero point per tensor or per row: a per-group scheme's zero
+    point (compressed-tensors' FP8_BLOCK activations) is rejected by name."""
+    group = op == "per_token_group_fp8_quant" or args.get("granularity") == "group"
+    if group and args.get("zero_point") is not None:
+        return "the triton kernels have no per-group zero point (one per tensor or row only)"
+    return None
