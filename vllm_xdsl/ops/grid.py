@@ -68,7 +68,7 @@ CT_FP8_TOKEN = f"quotient bf16 scale bf16 zero_eps {torch.finfo(torch.bfloat16).
 VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "static_scaled_fp8_quant": (("div quotient bf16", "tensor"), ("div", None),
                                 ("quotient f16", None)),
-    "dynamic_scaled_fp8_quant": (("div", None),),
+    "dynamic_scaled_fp8_quant": (("div", None), (CT_FP8_TOKEN, "tensor")),
     "dynamic_per_token_scaled_fp8_quant": (("recip", None), (CT_FP8_TOKEN, "token")),
     "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None)),
     "static_scaled_int8_quant": (("quotient bf16", "tensor"), ("recip", None)),
