@@ -13,6 +13,7 @@ and variant but few shapes.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,13 @@ class Case:
     args: tuple[Any, ...]
     label: str
     kwargs: dict[str, Any] = field(default_factory=dict)  # variant flags (rounded_sum)
+
+    @property
+    def shapeless_label(self) -> str:
+        """The label without the shape (`T=`, `H=` / `d=`): shared by the cases of one op,
+        dtype, scheme and variant over the grid's shapes (verify applies OPS.md's fp8 exact
+        rate to them together)."""
+        return re.sub(r" T=\d+ [Hd]=\d+", "", self.label)
 
 
 @dataclass(frozen=True)
