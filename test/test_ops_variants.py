@@ -318,8 +318,9 @@ def test_cuda_kernels_reject_variants() -> None:
     assert isinstance(why, str) and "not a zero point" in why
 
 
-def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
-    """Triton runs every variant but per-tensor scale variants: those are rejected by name."""
+def test_triton_supports_args_takes_every_variant_field() -> None:
+    """Triton runs every variant field, per-tensor scales included (an absmax kernel, then
+    the variant's scale from the global absmax); a bad variant is rejected by name."""
     from vllm_xdsl.backends.triton import register as triton_register
 
     base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "fp8_dtype": E4M3}
@@ -330,11 +331,9 @@ def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
     token = "dynamic_per_token_scaled_fp8_quant"
     assert check(token, scale_ub=None, zero_point=None, variant="recip quotient bf16") is True
     assert check(token, scale_ub=None, zero_point=None, variant=CT_TOKEN) is True
-    # Per tensor: an absmax kernel, then the quant; its scale has the default computation.
-    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) == (
-        "the triton kernels implement quant variant fields scaling, quotient_dtype, zero_point "
-        "only, not "
-        f"scale_dtype, floor (variant {CT_TOKEN!r})")
+    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) is True
+    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant="scale f8") == (
+        "quant variant 'scale f8': scale dtype must be f32, bf16 or f16")
     assert check(token, scale_ub=None, zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") \
         is True
     # A zero point per group (compressed-tensors' FP8_BLOCK): the kernels add one per row.
@@ -396,7 +395,8 @@ TRITON_SCALE_VARIANTS = [CT_TOKEN, CT_TOKEN + " range 127.5", "scale f16 zero_ep
 def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Per-token and per-group scales of a variant (scale dtype, floors, range), interpreted
-    Triton vs the native, bit for bit; per tensor is rejected by name."""
+    Triton vs the native, bit for bit; per tensor too (test_triton_tensor_variants.py has
+    its own inputs: zero and tiny tensors)."""
     pytest.importorskip("triton")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from vllm_xdsl.backends.triton import functions as T
@@ -405,6 +405,7 @@ def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype
 
     x, w = _x((7, 64), dtype, seed=5), torch.rand(64).to(dtype)
     names = ["per_token_group_fp8_quant"] if "range" not in variant else []
+    names += ["dynamic_scaled_fp8_quant"]
     if variant != "min_scale" and "min_scale" not in variant:
         names += ["dynamic_per_token_scaled_fp8_quant"]
         if "quotient f16" not in variant:
@@ -426,8 +427,8 @@ def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype
         if dtype != F32:  # the f32 norm may differ by an ulp, and its scale with it
             _same(got[1], want[1])
     meta = {"x": TensorMeta(dtype, (7, 64), "cpu"), "fp8_dtype": E4M3, "zero_point": None}
-    why = triton_register.supports_args("dynamic_scaled_fp8_quant", **meta, variant=variant)
-    assert isinstance(why, str) and "implement quant variant fields" in why
+    assert triton_register.supports_args("dynamic_scaled_fp8_quant", **meta,
+                                         variant=variant) is True
 
 
 @pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "3d"])

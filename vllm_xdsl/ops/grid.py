@@ -13,6 +13,7 @@ and variant but few shapes.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,13 @@ class Case:
     args: tuple[Any, ...]
     label: str
     kwargs: dict[str, Any] = field(default_factory=dict)  # variant flags (rounded_sum)
+
+    @property
+    def shapeless_label(self) -> str:
+        """The label without the shape (`T=`, `H=` / `d=`): shared by the cases of one op,
+        dtype, scheme and variant over the grid's shapes (verify applies OPS.md's fp8 exact
+        rate to them together)."""
+        return re.sub(r" T=\d+ [Hd]=\d+", "", self.label)
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ CT_FP8_TOKEN = f"quotient bf16 scale bf16 zero_eps {torch.finfo(torch.bfloat16).
 VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "static_scaled_fp8_quant": (("div quotient bf16", "tensor"), ("div", None),
                                 ("quotient f16", None)),
-    "dynamic_scaled_fp8_quant": (("div", None),),
+    "dynamic_scaled_fp8_quant": (("div", None), (CT_FP8_TOKEN, "tensor")),
     "dynamic_per_token_scaled_fp8_quant": (("recip", None), (CT_FP8_TOKEN, "token")),
     "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None),
                                   (CT_FP8_TOKEN, "group")),

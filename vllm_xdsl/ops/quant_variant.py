@@ -146,7 +146,7 @@ def default_numerics_only(op: str, zero_point: object, variant: str) -> None:
         raise ValueError(f"{op}: this kernel computes the default quant numerics, not {what}")
 
 
-# The fields the Triton kernels implement: every scheme; per-token and per-group scales.
+# The fields the Triton kernels implement: every scheme; every dynamic scale.
 EPILOGUE_FIELDS = ("scaling", "quotient_dtype", "zero_point")
 SCALE_FIELDS = ("scale_dtype", "floor", "scale_range")
 
