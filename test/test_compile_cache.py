@@ -66,6 +66,9 @@ def test_other_options_or_other_source_miss(fresh_caches: None,
     monkeypatch.setenv("VLLM_XDSL_PRIORITY", "rms_norm=native")
     _, runs, hits = _compile(_layer, {"target": "cpu"})
     assert (runs, hits) == (1, 0)
+    with ops.priority("static_scaled_fp8_quant=native"):
+        _, runs, hits = _compile(_layer, {"target": "cpu"})
+    assert (runs, hits) == (1, 0)
 
 
 def test_dumps_and_reports_always_run_the_passes(fresh_caches: None, tmp_path: Any,

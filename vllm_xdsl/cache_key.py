@@ -6,7 +6,8 @@ Inductor's configuration, not on the forward compiler: two backends compiling on
 differently would share entries. Inductor's configuration includes the `uuid()` of its
 custom graph passes, which is how a pass tells the caches what it does; `keyed_config`
 installs one that carries our identity (this package's source, the backend's options, our
-environment variables, the registered providers, the autotuning results) and, around it,
+environment variables, `ops.set_priority`, the registered providers, the autotuning
+results) and, around it,
 any such pass the user had installed, so that an entry is reused only where our pipeline
 would produce the very same graph.
 """
@@ -62,8 +63,10 @@ def pipeline_identity(options: Any) -> str:
     torch's own configuration (which the caches key on already)."""
     env = sorted((k, v) for k, v in os.environ.items()
                  if k.startswith("VLLM_XDSL_") or k in _OTHER_ENV)
-    parts = [source_hash(), repr(options), repr(env), repr(_registered_impls()),
-             _tuning_results()]
+    from vllm_xdsl.ops.policy import STATE
+
+    parts = [source_hash(), repr(options), repr(env), repr(STATE.explicit),
+             repr(_registered_impls()), _tuning_results()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
