@@ -77,11 +77,13 @@ def kernel_variant(scheme: QuantScheme, zero_point: Tensor | None, rows: int,
 
 
 def _zero_point_rows(zp: Tensor, scheme: QuantScheme, rows: int, op: str) -> Tensor:
-    """One value, or one per row, contiguous, in a dtype the kernels read; ValueError else."""
-    if zp.numel() != 1 and (scheme.granularity != "token" or zp.numel() != rows
+    """One value, or one per row, contiguous, in a dtype the kernels read; ValueError else.
+    (The IR takes one per row on per-token schemes only; the natives broadcast it on a
+    per-tensor one as well, and so do the kernels.)"""
+    if zp.numel() != 1 and (scheme.granularity == "group" or zp.numel() != rows
                             or zp.shape[-1:] != (1,)):
         raise ValueError(f"{op}: zero_point of shape {tuple(zp.shape)} is neither one value nor "
-                         f"one per row of a per-token scheme ({rows} rows)")
+                         f"one per row ({rows} rows) of a per-tensor or per-token scheme")
     flat = zp.reshape(-1).contiguous()
     if flat.dtype not in _ZERO_POINT:  # e.g. fp8 or f64: zero_point.to(qd) exactly, as f32
         flat = flat.to(scheme.variant.quotient_dtype).to(torch.float32)
@@ -103,7 +105,7 @@ def variant_args_problem(op: str, args: dict[str, Any], vendor: str) -> str | No
     if tuple(zp.shape) in ((), (1,)):
         return None
     per_token = (*x.shape[:-1], 1)
-    if granularity != "token" or zp.ndim != len(per_token) or any(
+    if zp.ndim != len(per_token) or any(
             a is not None and b is not None and a != b
             for a, b in zip(zp.shape, per_token, strict=True)):
         return f"zero point shape {tuple(zp.shape)} is neither [] / [1] nor per token {per_token}"
