@@ -262,40 +262,47 @@ def _fused_id(c: tuple) -> str:
 
 @pytest.mark.parametrize("case", FUSED, ids=[_fused_id(c) for c in FUSED])
 def test_fused_variant(kernels: Kernels, case: tuple) -> None:
-    qd, static, gran, gs, col, ue8m0, with_ub, variant, zp_spec = case
     visible = False
     for dtype in DTYPES:
         for i, shape in enumerate(FUSED_SHAPES):
-            x, r = _ints(shape, dtype, 2 * i), _ints(shape, dtype, 2 * i + 1)
-            w = torch.randn(shape[1], generator=torch.Generator().manual_seed(i)).to(dtype)
-            zp = _zero_point(zp_spec, shape[0], seed=i)
-            y = N.rms_norm(x, w, 1e-6)
-            scale = (y.float().abs().amax() / _qmax(qd) * 0.8).reshape(1) if static else None
-            ub = (y.float().abs().amax() * 0.5).reshape(1) if with_ub else None
-            base = (qd, static, gran, gs, col, ue8m0, 1e-10)
-            what = f"{str(dtype)[6:]} {shape}"
-
-            def norm(v: str, z: torch.Tensor | None) -> tuple:
-                return F.rms_norm_quant(x, w, 1e-6, scale, ub, *base, zero_point=z, variant=v)
-
-            def add(v: str, z: torch.Tensor | None, rounded: bool = False) -> tuple:
-                return F.fused_add_rms_norm_quant(x, r, w, 1e-6, scale, ub, *base, zero_point=z,
-                                                  variant=v, rounded_sum=rounded)
-
-            args = (*base, variant)
-            _check(kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args,
-                                 zero_point=zp), norm(variant, zp), f"rms_norm_quant {what}")
-            for rounded in (False, True):
-                _check(kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-6, scale, ub, args,
-                                     rounded, zero_point=zp), add(variant, zp, rounded),
-                       f"fused_add_rms_norm_quant rounded_sum={rounded} {what}")
-            ri = r.clone()
-            got = kernels.fused("fused_add_rms_norm_quant", x, ri, w, 1e-6, scale, ub, args,
-                                inplace=True, zero_point=zp)
-            assert got[1] is ri
-            _check(got, add(variant, zp), f"fused_add_rms_norm_quant in place {what}")
-            visible = visible or not _same(norm(variant, zp), norm("", None))
+            visible = _fused_norm_quants(kernels, case, dtype, shape, seed=i) or visible
     assert visible, "the test data do not show this variant: the natives agree with the default"
+
+
+def _fused_norm_quants(kernels: Kernels, case: tuple, dtype: torch.dtype,
+                       shape: tuple[int, int], seed: int) -> bool:
+    """Check rms_norm_quant and fused_add_rms_norm_quant (both sums, in place); whether the
+    variant native differs from the default one on these data."""
+    qd, static, gran, gs, col, ue8m0, with_ub, variant, zp_spec = case
+    x, r = _ints(shape, dtype, 2 * seed), _ints(shape, dtype, 2 * seed + 1)
+    w = torch.randn(shape[1], generator=torch.Generator().manual_seed(seed)).to(dtype)
+    zp = _zero_point(zp_spec, shape[0], seed=seed)
+    y = N.rms_norm(x, w, 1e-6)
+    scale = (y.float().abs().amax() / _qmax(qd) * 0.8).reshape(1) if static else None
+    ub = (y.float().abs().amax() * 0.5).reshape(1) if with_ub else None
+    base = (qd, static, gran, gs, col, ue8m0, 1e-10)
+    what = f"{str(dtype)[6:]} {shape}"
+
+    def norm(v: str, z: torch.Tensor | None) -> tuple:
+        return F.rms_norm_quant(x, w, 1e-6, scale, ub, *base, zero_point=z, variant=v)
+
+    def add(rounded: bool) -> tuple:
+        return F.fused_add_rms_norm_quant(x, r, w, 1e-6, scale, ub, *base, zero_point=zp,
+                                          variant=variant, rounded_sum=rounded)
+
+    args = (*base, variant)
+    _check(kernels.fused("rms_norm_quant", x, None, w, 1e-6, scale, ub, args, zero_point=zp),
+           norm(variant, zp), f"rms_norm_quant {what}")
+    for rounded in (False, True):
+        _check(kernels.fused("fused_add_rms_norm_quant", x, r, w, 1e-6, scale, ub, args, rounded,
+                             zero_point=zp), add(rounded),
+               f"fused_add_rms_norm_quant rounded_sum={rounded} {what}")
+    ri = r.clone()
+    got = kernels.fused("fused_add_rms_norm_quant", x, ri, w, 1e-6, scale, ub, args,
+                        inplace=True, zero_point=zp)
+    assert got[1] is ri
+    _check(got, add(False), f"fused_add_rms_norm_quant in place {what}")
+    return not _same(norm(variant, zp), norm("", None))
 
 
 @pytest.mark.parametrize("case", [FUSED[0], FUSED[4], FUSED[9], FUSED[12]],
