@@ -95,8 +95,15 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.uint8) if t.dtype in (E4M3, E4M3FNUZ) else t
 
 
-def _same(a: tuple, b: tuple) -> bool:
-    return all(x.dtype == y.dtype and torch.equal(_bits(x), _bits(y)) for x, y in zip(a, b, strict=True))
+def _same(a: tuple, b: tuple, nan_equal: bool = False) -> bool:
+    """Bit for bit (fp8 codes compared as such); with nan_equal, a NaN matches any NaN (its
+    sign is no part of the contract)."""
+    def same(x: torch.Tensor, y: torch.Tensor) -> bool:
+        if nan_equal and x.is_floating_point():
+            x, y = x.float(), y.float()
+            return torch.equal(x.isnan(), y.isnan()) and torch.equal(x.nan_to_num(0.0), y.nan_to_num(0.0))
+        return torch.equal(_bits(x), _bits(y))
+    return all(x.dtype == y.dtype and same(x, y) for x, y in zip(a, b, strict=True))
 
 
 def _check(got: tuple, want: tuple, what: str, exact: bool = True) -> None:
@@ -223,6 +230,31 @@ def test_all_zero_tensor_floors(kernels: Kernels) -> None:
         _check(got, N.dynamic_scaled_fp8_quant(x, E4M3, None, variant), variant)
     want = N.dynamic_scaled_fp8_quant(x, E4M3, None, f"zero_eps {EPS_BF16}")
     assert want[1].item() == torch.finfo(torch.bfloat16).eps != N.dynamic_scaled_fp8_quant(x)[1].item()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_nan_and_inf_with_variants(kernels: Kernels) -> None:
+    # NaN / inf rows give what the variant native gives, bit for bit (NaN scales included).
+    x = _data(E4M3, torch.bfloat16, (4, 64), seed=5)
+    x[1, 5], x[2, 9], x[3, 33] = float("nan"), float("inf"), -float("inf")
+    zp = torch.tensor([[1.0], [2.0], [-1.0], [0.0]], dtype=torch.bfloat16)
+    scale = torch.tensor([TIE_SCALE])
+    cases = [
+        ("static", kernels.quant("s", x, _unfused_scheme(E4M3, True, "tensor", "div quotient bf16"),
+                                 scale, None, zp[:1])[:1],
+         (N.static_scaled_fp8_quant(x, scale, E4M3, zp[:1], "div quotient bf16"),)),
+        ("tensor", kernels.dynamic_scaled_fp8_quant(x, E4M3, zp[:1], parse_variant(CT_FP8)),
+         N.dynamic_scaled_fp8_quant(x, E4M3, zp[:1], CT_FP8)),
+        ("token", kernels.quant("t", x, _unfused_scheme(E4M3, False, "token", CT_FP8), None, None, zp),
+         N.dynamic_per_token_scaled_fp8_quant(x, None, E4M3, zp, CT_FP8)),
+        ("token int8", kernels.quant("t", x, _unfused_scheme(I8, False, "token", CT_INT8), None, None, zp),
+         N.dynamic_per_token_scaled_int8_quant(x, zp, CT_INT8)),
+        ("group", kernels.quant("g", x, _unfused_scheme(E4M3, False, "group", "min_scale scale bf16",
+                                                        group_size=16, use_ue8m0=True), None, None),
+         N.per_token_group_fp8_quant(x, 16, False, True, 1e-10, E4M3, None, "min_scale scale bf16")),
+    ]
+    wrong = [name for name, got, want in cases if not _same(got, want, nan_equal=True)]
+    assert not wrong, wrong
 
 
 # --- fused with a norm (and an activation) -------------------------------------------------
