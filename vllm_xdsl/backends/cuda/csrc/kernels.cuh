@@ -10,6 +10,8 @@
 //  - the row sums (mean of squares, absmax) are reduced in a tree, not sequentially;
 //  - the activations use expf / erff / tanhf (device versions within 2 ulp of the host's) in
 //    torch's formulas, then round to T as F.silu / F.gelu do.
+// A quant variant or zero point (docs/OPS.md "Variants") instantiates row_kernel with VAR =
+// true: the scale and epilogue of variant.cuh. VAR = false is the default numerics, unchanged.
 #pragma once
 #include "compat.h"
 #include "numerics.h"
