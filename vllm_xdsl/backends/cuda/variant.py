@@ -8,6 +8,7 @@ field of docs/OPS.md "Variants" and the zero point is implemented, for every qua
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 import torch
@@ -39,26 +40,33 @@ class VxVariant(ctypes.Structure):
     ]
 
 
+@functools.lru_cache(maxsize=256)
+def _scheme_fields(scheme: QuantScheme) -> dict[str, int | float]:
+    """The struct fields a scheme's variant fixes (parsed once per scheme, not per launch)."""
+    v = scheme.variant
+    floor, floor_value = F_NONE, 0.0
+    if scheme.granularity == "group" and not v.floor:
+        floor, floor_value = F_GROUP_EPS, scheme.group_eps
+    elif v.floor == "min_scale" or (not v.floor and scheme.is_fp8):
+        floor, floor_value = F_MIN_SCALE, 1.0 / (scheme.qmax * 512.0)
+    elif v.floor == "zero_eps":  # eps as the scale dtype holds it (natives_variant)
+        floor, floor_value = F_ZERO_EPS, torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()
+    return {
+        "recip": int(scheme.scaling == "recip"), "quotient": _ROUND[v.quotient_dtype],
+        "scale": _ROUND[v.scale_dtype], "floor": floor, "floor_value": floor_value,
+        "range": v.scale_range or scheme.qmax,
+        "zero_rows": int(scheme.dtype == torch.int8 and not scheme.static and not v.floor),
+    }
+
+
 class KernelVariant:
     """The struct of one launch and the tensors its pointers reach (kept alive with it)."""
 
     def __init__(self, scheme: QuantScheme, zero_point: Tensor | None, rows: int, op: str) -> None:
-        v = scheme.variant
-        floor, floor_value = F_NONE, 0.0
-        if scheme.granularity == "group" and not v.floor:
-            floor, floor_value = F_GROUP_EPS, scheme.group_eps
-        elif v.floor == "min_scale" or (not v.floor and scheme.is_fp8):
-            floor, floor_value = F_MIN_SCALE, 1.0 / (scheme.qmax * 512.0)
-        elif v.floor == "zero_eps":  # eps as the scale dtype holds it (natives_variant)
-            floor, floor_value = F_ZERO_EPS, torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()
-        self.zero_point = None if zero_point is None else _zero_point_rows(
-            zero_point, scheme, rows, op)
-        zp = self.zero_point
+        zp = None if zero_point is None else _zero_point_rows(zero_point, scheme, rows, op)
+        self.zero_point = zp
         self.struct = VxVariant(
-            recip=int(scheme.scaling == "recip"), quotient=_ROUND[v.quotient_dtype],
-            scale=_ROUND[v.scale_dtype], floor=floor, floor_value=floor_value,
-            range=v.scale_range or scheme.qmax,
-            zero_rows=int(scheme.dtype == torch.int8 and not scheme.static and not v.floor),
+            **_scheme_fields(scheme),
             zp_dtype=0 if zp is None else _ZERO_POINT[zp.dtype],
             zp=None if zp is None else zp.data_ptr(),
             zp_stride=0 if zp is None or zp.numel() == 1 else 1,
