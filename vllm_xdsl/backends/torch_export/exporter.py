@@ -36,6 +36,7 @@ from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 from .decompose import decomposition_table, inline_native, inline_traced
 from .literals import ExportError, python_value
 from .meta import FakeRunner, value_signature
+from .reuse import SourceValues
 from .runtime_eps import tensor_epsilon_op
 from .semantic import native_arguments, provider_of, result_indices, torch_overload
 
@@ -73,6 +74,9 @@ class Exporter:
 
     def export(self, fn: func.FuncOp) -> torch.fx.GraphModule:
         block = fn.body.block
+        live = {self.origin[op] for op in block.ops if op in self.origin}
+        if live:
+            self.fake.take_known = SourceValues(next(iter(live)).graph, live).take
         for i, arg in enumerate(block.args):
             node = self.graph.placeholder(f"{arg.name_hint or 'arg'}_{i}")  # unique targets
             if self.example_values is not None:
