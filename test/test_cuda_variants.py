@@ -14,19 +14,26 @@ scale dtype, the range).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
 import torch
 from test_cuda_emulated import GPU, OnDevice, _require_cxx
 
+from vllm_xdsl import ops
 from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.kernels import Kernels
-from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme
+from vllm_xdsl.backends.cuda.register import supports_args
+from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme, define
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
+from vllm_xdsl.ops.dispatch import meta_args
+from vllm_xdsl.ops.grid import VARIANTS, cases
+from vllm_xdsl.ops.impl import TensorMeta
 from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.tolerance import contract_error
+from vllm_xdsl.verify import check_case
 
 E4M3, E4M3FNUZ, I8 = torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.int8
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -354,3 +361,25 @@ def test_act_and_mul_quant_variant(kernels: Kernels, case: tuple) -> None:
                                 zero_point=zp)
             want = getattr(F, op)(x, scale, None, *base, zero_point=zp, variant=variant)
             _check(got, want, f"{op} {str(dtype)[6:]}", exact=False)
+
+
+def test_verify_grid_variant_cases(kernels: Kernels) -> None:
+    """The variant rows `python -m vllm_xdsl.verify` checks of the cuda provider on a GPU
+    (ops/grid.py VARIANTS and VARIANTS_FUSED), through the emulation: the provider's
+    supports_args takes every one, and every one meets the contract."""
+    fns = define("cuda", kernels)  # the torch ops' functions, on these kernels
+    checked: set[str] = set()
+    problems = []
+    for name, op in ops.ALL_OPS.items():
+        for case in cases(name):
+            if "variant=" not in case.label:
+                continue
+            metas = {k: dataclasses.replace(v, device="cuda") if isinstance(v, TensorMeta) else v
+                     for k, v in meta_args(op, case.args, case.kwargs).items()}
+            assert supports_args("cuda", name, **metas) is True, case.label
+            problem, _ = check_case(op, getattr(fns, name), case)
+            if problem is not None:
+                problems.append(f"{name}: {problem}")
+            checked.add(name)
+    assert not problems, problems
+    assert checked >= {*VARIANTS, "rms_norm_quant", "silu_and_mul_quant"}, checked
