@@ -50,6 +50,14 @@ def test_within_tolerance(rows: dict[str, Row], key: str) -> None:
     assert rows[key].tolerance_problem is None, _whole(rows)
 
 
+@pytest.mark.parametrize("key", list(CASES))
+def test_inexact_rows_are_explained(rows: dict[str, Row], key: str) -> None:
+    """A row that is not bit-exact is bit-exact without one of torch's decompositions
+    (corpus.decomps): its difference is not the pipeline's."""
+    row = rows[key]
+    assert row.bit_exact or row.inexact_from is not None, _whole(rows)
+
+
 @pytest.mark.parametrize("key", [k for k, c in CASES.items() if c.family != "ct"
                                  or not c.name.endswith("-stock")])
 def test_sites_match_the_graph(rows: dict[str, Row], key: str) -> None:

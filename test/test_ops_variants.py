@@ -100,6 +100,38 @@ def test_ct_dynamic_per_token_int8() -> None:
     _same(s, scale.reshape(-1, 1))
 
 
+def ct_dynamic_group_scale(xg, qrange):  # noqa: ANN001, ANN201
+    """compute_dynamic_scales_and_zp for GROUP: amin/amax of x.unflatten(-1, (G, gs)) over
+    the last dim without keepdim, then calculate_qparams (symmetric), in x's dtype: [..., G]."""
+    mn = torch.min(xg.amin(dim=-1), torch.zeros(1, dtype=xg.dtype))
+    mx = torch.max(xg.amax(dim=-1), torch.zeros(1, dtype=xg.dtype))
+    scales = torch.max(mn.abs(), mx.abs()) / (torch.tensor(qrange).to(xg.dtype) / 2)
+    return torch.where(scales == 0, torch.tensor(CT_EPS, dtype=scales.dtype), scales)
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)])
+def test_ct_dynamic_per_group_fp8(shape: tuple[int, ...]) -> None:
+    """FP8_BLOCK's activations: groups of gs, bf16 scales, a zero point per group
+    ([..., G], compressed-tensors' `scale.unsqueeze(-1)` and `zp.unsqueeze(-1)`)."""
+    x, gs = _x(shape, BF16), 16
+    x[..., 1, :gs] = 0  # a zero group in a row that is not zero
+    xg = x.unflatten(-1, (64 // gs, gs))
+    scale = ct_dynamic_group_scale(xg, 896.0)
+    zp = torch.zeros(scale.shape, dtype=E4M3)
+    ref = ct_fake_quant_q(xg, scale.unsqueeze(-1), zp.unsqueeze(-1), torch.tensor(-448.0),
+                          torch.tensor(448.0), False).flatten(-2)
+    variant = f"quotient bf16 scale bf16 zero_eps {CT_EPS}"
+    q, s = N.per_token_group_fp8_quant(x, gs, False, False, 1e-10, E4M3, zp.to(BF16), variant)
+    _same(q, ref)
+    _same(s, scale.reshape(-1, 64 // gs))
+    # A zero point that is not 0 is added per group, not per token or per column.
+    zk = (torch.randn(scale.shape, generator=torch.Generator().manual_seed(3)) * 4).round()
+    ref = ct_fake_quant_q(xg, scale.unsqueeze(-1), zk.to(BF16).unsqueeze(-1),
+                          torch.tensor(-448.0), torch.tensor(448.0), False).flatten(-2)
+    _same(N.per_token_group_fp8_quant(x, gs, False, False, 1e-10, E4M3, zk.to(BF16),
+                                      variant)[0], ref)
+
+
 @pytest.mark.parametrize("with_ub", [False, True])
 @pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)])
 def test_vllm_quant_fp8_per_token(shape: tuple[int, ...], with_ub: bool) -> None:
@@ -214,6 +246,18 @@ LOWERING_CASES = {
         "tensor<2x?x64xi8>, tensor<?x1xbf16>",
         lambda: (_x((2, 5, 64), BF16), torch.zeros(2, 5, 1, dtype=BF16)),
     ),
+    "ct_group_fp8": (
+        "%x: tensor<2x?x64xbf16>, %z: tensor<2x?x4xbf16>",
+        "%q, %s = vllm.per_token_group_fp8_quant %x zero_point(%z : tensor<2x?x4xbf16>) "
+        "{group_size = 16 : i64, variant = #vllm.quant_variant<quotient bf16 scale bf16 "
+        "zero_eps 7.8125e-03>} : tensor<2x?x64xbf16> -> tensor<2x?x64xf8E4M3FN>, "
+        "tensor<?x4xbf16>\n"
+        "func.return %q, %s : tensor<2x?x64xf8E4M3FN>, tensor<?x4xbf16>",
+        "tensor<2x?x64xf8E4M3FN>, tensor<?x4xbf16>",
+        lambda: (_x((2, 5, 64), BF16),
+                 (torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(2)) * 4).round()
+                 .to(BF16)),
+    ),
     "vllm_group_min_scale": (
         "%x: tensor<?x64xbf16>",
         "%q, %s = vllm.per_token_group_fp8_quant %x {group_size = 16 : i64, use_ue8m0 = true, "
@@ -286,8 +330,9 @@ def test_cuda_kernels_take_every_variant_and_zero_point() -> None:
     assert isinstance(why, str) and "zero point shape (7, 2)" in why
 
 
-def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
-    """Triton runs every variant but per-tensor scale variants: those are rejected by name."""
+def test_triton_supports_args_takes_every_variant_field() -> None:
+    """Triton runs every variant field, per-tensor scales included (an absmax kernel, then
+    the variant's scale from the global absmax); a bad variant is rejected by name."""
     from vllm_xdsl.backends.triton import register as triton_register
 
     base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "fp8_dtype": E4M3}
@@ -298,13 +343,21 @@ def test_triton_supports_args_names_the_variant_fields_it_lacks() -> None:
     token = "dynamic_per_token_scaled_fp8_quant"
     assert check(token, scale_ub=None, zero_point=None, variant="recip quotient bf16") is True
     assert check(token, scale_ub=None, zero_point=None, variant=CT_TOKEN) is True
-    # Per tensor: an absmax kernel, then the quant; its scale has the default computation.
-    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) == (
-        "the triton kernels implement quant variant fields scaling, quotient_dtype, zero_point "
-        "only, not "
-        f"scale_dtype, floor (variant {CT_TOKEN!r})")
+    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) is True
+    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant="scale f8") == (
+        "quant variant 'scale f8': scale dtype must be f32, bf16 or f16")
     assert check(token, scale_ub=None, zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") \
         is True
+    # A zero point per group (compressed-tensors' FP8_BLOCK): the kernels add one per row.
+    group = {"group_size": 32, "column_major_scales": False, "use_ue8m0": False, "eps": 1e-10}
+    why = "the triton kernels have no per-group zero point (one per tensor or row only)"
+    assert check("per_token_group_fp8_quant", **group, zero_point=TensorMeta(BF16, (7, 2), "cuda"),
+                 variant=CT_TOKEN) == why
+    assert check("per_token_group_fp8_quant", **group, zero_point=None, variant=CT_TOKEN) is True
+    assert check("rms_norm_quant", weight=None, epsilon=1e-6, scale=None, scale_ub=None,
+                 quant_dtype=E4M3, static=False, granularity="group", group_size=32,
+                 column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
+                 zero_point=TensorMeta(BF16, (7, 2), "cuda"), variant=CT_TOKEN) == why
 
 
 TRITON_VARIANTS = ["div", "recip", "div quotient bf16", "quotient f16", "recip quotient bf16"]
@@ -354,7 +407,8 @@ TRITON_SCALE_VARIANTS = [CT_TOKEN, CT_TOKEN + " range 127.5", "scale f16 zero_ep
 def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Per-token and per-group scales of a variant (scale dtype, floors, range), interpreted
-    Triton vs the native, bit for bit; per tensor is rejected by name."""
+    Triton vs the native, bit for bit; per tensor too (test_triton_tensor_variants.py has
+    its own inputs: zero and tiny tensors)."""
     pytest.importorskip("triton")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     from vllm_xdsl.backends.triton import functions as T
@@ -363,6 +417,7 @@ def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype
 
     x, w = _x((7, 64), dtype, seed=5), torch.rand(64).to(dtype)
     names = ["per_token_group_fp8_quant"] if "range" not in variant else []
+    names += ["dynamic_scaled_fp8_quant"]
     if variant != "min_scale" and "min_scale" not in variant:
         names += ["dynamic_per_token_scaled_fp8_quant"]
         if "quotient f16" not in variant:
@@ -384,8 +439,8 @@ def test_triton_scale_variants_match_the_native(variant: str, dtype: torch.dtype
         if dtype != F32:  # the f32 norm may differ by an ulp, and its scale with it
             _same(got[1], want[1])
     meta = {"x": TensorMeta(dtype, (7, 64), "cpu"), "fp8_dtype": E4M3, "zero_point": None}
-    why = triton_register.supports_args("dynamic_scaled_fp8_quant", **meta, variant=variant)
-    assert isinstance(why, str) and "implement quant variant fields" in why
+    assert triton_register.supports_args("dynamic_scaled_fp8_quant", **meta,
+                                         variant=variant) is True
 
 
 @pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "3d"])

@@ -3,8 +3,8 @@
 quant site is raised (as its exact variant, docs/OPS.md "Variants") and the compiled
 output equals eager bit for bit.
 
-- compressed-tensors 0.20 presets FP8, FP8_DYNAMIC and W8A8 on a tiny random-config
-  transformers Llama. Stock compressed-tensors breaks the graph at every Linear
+- compressed-tensors 0.20 presets FP8, FP8_DYNAMIC, W8A8 and FP8_BLOCK on a tiny
+  random-config transformers Llama. Stock compressed-tensors breaks the graph at every Linear
   (`patch_attr`), so each quantized Linear's forward here calls compressed-tensors' own
   `forward_quantize` on its input and then `F.linear`.
 - vLLM's `QuantFP8.forward_native` (vllm/model_executor/layers/quantization/
@@ -68,14 +68,15 @@ def _quants(counts: dict[str, int]) -> int:
 # --- compressed-tensors -----------------------------------------------------------------
 
 
-def _ct_llama(preset: str) -> tuple[torch.nn.Module, int]:
+def _ct_llama(preset: str, hidden: int = 64, intermediate: int = 128
+              ) -> tuple[torch.nn.Module, int]:
     ct = pytest.importorskip("compressed_tensors.quantization")
     transformers = pytest.importorskip("transformers")
     from compressed_tensors.quantization.lifecycle.forward import forward_quantize
 
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(
-        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, vocab_size=128, max_position_embeddings=64)
     model = transformers.LlamaForCausalLM(cfg).to(BF16).eval()
     config = ct.QuantizationConfig(
@@ -131,6 +132,79 @@ def test_compressed_tensors_presets(preset: str, op: str, provider: str, tmp_pat
     if provider == "triton":
         report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))
         assert report.count("-> triton") == 14, report
+
+
+def test_compressed_tensors_fp8_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FP8_BLOCK quantizes activations per token group of 128 (dynamic, bf16 scales, a zero
+    point per group): compressed-tensors reduces `x.unflatten(-1, (G, 128))` with
+    keepdim=False and divides by `scale.unsqueeze(-1)`; raised as per_token_group_fp8_quant
+    with the FP8_DYNAMIC variant and a per-group zero point. Hidden 128 (one group) and
+    intermediate 256 (two groups: down_proj, fused with the SiLU-and-mul)."""
+    model, sites = _ct_llama("FP8_BLOCK", hidden=128, intermediate=256)
+    assert sites == 14
+    ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
+    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch)
+    op = "vllm.per_token_group_fp8_quant"
+    assert raised == {op: sites, "vllm.rms_norm": 1, "vllm.fused_add_rms_norm": 4,
+                      "vllm.silu_and_mul": 2}, raised
+    assert fused.get("vllm.rms_norm_quant", 0) == 3, fused
+    assert fused.get("vllm.fused_add_rms_norm_quant", 0) == 7, fused
+    assert fused.get("vllm.silu_and_mul_quant", 0) == 2 and fused.get(op) == 2, fused
+    text = "".join(f.read_text() for f in tmp_path.glob("*/01-raise-native.mlir"))
+    assert text.count("quant_variant<quotient bf16 scale bf16 zero_eps 7.812500e-03>") == 14
+    # Nothing of compressed-tensors' scale computation is left: the dequant reads the op's.
+    assert "aten::amax" not in text and "aten::amin" not in text
+    assert same
+
+
+class CTGroupQuant(torch.nn.Module):
+    """RMSNorm, then compressed-tensors' dynamic GROUP fake quant written out as 0.20 computes
+    it (compute_dynamic_scales_and_zp, calculate_qparams, _process_group,
+    _quantize_dequantize); `scale_of` = "other" takes the scale from another tensor's
+    groups (x * 2), a form that is no quant of x: it must stay as it is."""
+
+    def __init__(self, hidden: int, scale_of: str = "x") -> None:
+        super().__init__()
+        self.norm, self.scale_of = _Norm(hidden), scale_of
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm(x)
+        src = x if self.scale_of == "x" else x * 2
+        value = src.unflatten(-1, (x.shape[-1] // 32, 32))
+        mn, mx = torch.amin(value, dim=-1), torch.amax(value, dim=-1)
+        mn, mx = torch.min(mn, torch.zeros_like(mn)), torch.max(mx, torch.zeros_like(mx))
+        bit_range = torch.tensor(FMAX) - torch.tensor(-FMAX)
+        scale = torch.max(torch.abs(mn), torch.abs(mx)) / (bit_range.to(mx.dtype) / 2)
+        zp = torch.zeros(scale.shape, dtype=mn.dtype)
+        eps = torch.tensor(torch.finfo(scale.dtype).eps, dtype=scale.dtype)
+        scale = torch.where(scale == 0, eps, scale)
+        zp = torch.clamp(zp.float(), -FMAX, FMAX).to(zp.dtype).to(FP8)
+        xg, sg, zg = x.unflatten(-1, (x.shape[-1] // 32, 32)), scale.unsqueeze(-1), zp.unsqueeze(-1)
+        scaled = xg / sg + zg.to(x.dtype)
+        q = torch.clamp(scaled, torch.tensor(-FMAX), torch.tensor(FMAX)).to(FP8)
+        return ((q.to(sg.dtype) - zg.to(sg.dtype)) * sg).flatten(-2).to(x.dtype)
+
+
+@pytest.mark.parametrize("shape", [(7, 64), (2, 5, 64)], ids=["2d", "3d"])
+def test_compressed_tensors_group_form(shape: tuple[int, ...], tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two groups per row: raised with a [..., 2] zero point and fused with the norm."""
+    torch.manual_seed(0)
+    x = torch.randn(shape, dtype=BF16) * 3
+    raised, fused, same = _compiled_ops(CTGroupQuant(64).to(BF16), (x,), tmp_path, monkeypatch)
+    assert raised == {"vllm.rms_norm": 1, "vllm.per_token_group_fp8_quant": 1}, raised
+    assert fused == {"vllm.rms_norm_quant": 1}, fused
+    assert same
+
+
+def test_group_scale_of_another_tensor_is_not_raised(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(7, 64, dtype=BF16) * 3
+    model = CTGroupQuant(64, scale_of="other").to(BF16)
+    raised, _, same = _compiled_ops(model, (x,), tmp_path, monkeypatch)
+    assert raised == {"vllm.rms_norm": 1}, raised
+    assert same
 
 
 # --- vLLM QuantFP8.forward_native -------------------------------------------------------

@@ -10,6 +10,7 @@ import torch
 
 from vllm_xdsl import ops
 from vllm_xdsl.ops.grid import cases
+from vllm_xdsl.ops.tolerance import contract_error
 from vllm_xdsl.verify import main
 
 
@@ -130,3 +131,86 @@ def test_grid_sizes():
         (torch.int8, True, "tensor"), (torch.float8_e4m3fn, False, "token"),
         (torch.float8_e4m3fnuz, False, "token"), (torch.float8_e4m3fn, False, "group"),
         (torch.float8_e4m3fnuz, False, "group"), (torch.int8, False, "token")}
+
+
+# --- the fp8 exact rate: per case over its shapes, the one-step bound per shape -----------
+
+TOKEN_QUANT = "dynamic_per_token_scaled_fp8_quant"
+
+
+def _bumped(q: torch.Tensor, count: int, steps: int) -> torch.Tensor:
+    """q with `count` of its values `steps` fp8 codes further from zero (none saturating:
+    each code step is one step of the grid, so steps=2 is more than one step off)."""
+    bits = q.view(torch.uint8).flatten().clone()
+    movable = torch.nonzero((bits & 0x7F) < 0x7C).flatten()[:count]
+    assert len(movable) == count, "too few values to move"
+    bits[movable] += steps
+    return bits.view(q.dtype).reshape(q.shape)
+
+
+def _wrong_quant(count: int, steps: int, tokens: int | None = None):
+    """The native per-token fp8 quant with `count` values moved `steps` codes, in every
+    case (tokens=None) or only in the cases of that many tokens."""
+    native = ops.ALL_OPS[TOKEN_QUANT].native
+
+    def impl(x, scale_ub=None, fp8_dtype=torch.float8_e4m3fn, zero_point=None, variant=""):
+        q, s = native(x, scale_ub, fp8_dtype, zero_point, variant)
+        if tokens is None or x.shape[0] == tokens:
+            q = _bumped(q, count, steps)
+        return q, s
+
+    return impl
+
+
+def test_one_flip_in_the_smallest_shape_is_within_the_rate(scratch, capsys):
+    """1 of 64 values one step off in each T=1 case (1.6 % of that tensor): the rate holds
+    over the case's shapes (T=1 and T=17: 1 of 1152), as the real GELU flips need."""
+    scratch(ops.ALL_OPS[TOKEN_QUANT], "t_flip1", _wrong_quant(1, 1, tokens=1))
+    assert main(["--op", TOKEN_QUANT, "--provider", "t_flip1"]) == 0
+    out = capsys.readouterr().out
+    assert all(v[0] == "PASS" for v in rows(out, "t_flip1").values()), out
+    assert "over all shapes of a case together" in out
+    # Per tensor, that T=1 output breaks the rate: the check is real, the pooling decides.
+    case = next(c for c in cases(TOKEN_QUANT) if c.args[0].shape[0] == 1)
+    want, _ = ops.ALL_OPS[TOKEN_QUANT].native(*case.args)
+    assert "differ by one step" in contract_error(_bumped(want, 1, 1), want)
+
+
+def test_many_one_step_flips_fail(scratch, capsys):
+    """2 % of the values one step off in every case: beyond the rate over all shapes."""
+    scratch(ops.ALL_OPS[TOKEN_QUANT], "t_flips", _wrong_quant(23, 1))
+    assert main(["--op", TOKEN_QUANT, "--provider", "t_flips"]) == 1
+    out = capsys.readouterr().out
+    r = rows(out, "t_flips")
+    assert r and all(v[0] == "FAIL" for v in r.values()), out
+    assert "q: over its 2 shapes together, 46 of 1152 fp8 values differ by one step" in out
+
+
+def test_flips_crowded_into_one_shape_fail(scratch, capsys):
+    """13 of 64 values off in the T=1 cases only: 13 of 1152 over the shapes, still > 1 %."""
+    scratch(ops.ALL_OPS[TOKEN_QUANT], "t_crowd", _wrong_quant(13, 1, tokens=1))
+    assert main(["--op", TOKEN_QUANT, "--provider", "t_crowd"]) == 1
+    out = capsys.readouterr().out
+    assert all(v[0] == "FAIL" for v in rows(out, "t_crowd").values()), out
+    assert "13 of 1152 fp8 values differ by one step (at most 11 may" in out
+
+
+def test_a_two_step_error_in_one_value_fails(scratch, capsys):
+    """One value of one shape two steps off: the per-shape bound fails it, rate or not."""
+    scratch(ops.ALL_OPS[TOKEN_QUANT], "t_far", _wrong_quant(1, 2, tokens=17))
+    assert main(["--op", TOKEN_QUANT, "--provider", "t_far"]) == 1
+    out = capsys.readouterr().out
+    assert all(v[0] == "FAIL" for v in rows(out, "t_far").values()), out
+    assert "T=17 H=64" in out and "1 fp8 values more than one step off" in out
+
+
+def test_shapeless_labels_pool_only_shapes():
+    """Cases pooled together differ in their shape only: not in dtype, scheme or variant."""
+    by_pool: dict[str, set] = {}
+    for c in cases("gelu_and_mul_quant"):
+        key = (c.dtype, tuple(a if not isinstance(a, torch.Tensor) else None
+                              for a in c.args[1:]))
+        by_pool.setdefault(c.shapeless_label, set()).add(key)
+        assert "T=" not in c.shapeless_label and "d=" not in c.shapeless_label
+    assert all(len(keys) == 1 for keys in by_pool.values()), by_pool
+    assert any("up" in label for label in by_pool) and len(by_pool) > 10

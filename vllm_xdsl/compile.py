@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from vllm_xdsl.backend_options import INNER as INNER  # re-exported: the public 
 from vllm_xdsl.backend_options import BackendOptions
 from vllm_xdsl.backend_options import OptionsError as OptionsError
 from vllm_xdsl.pipeline import (
+    DUMP_ENV,
     Dumper,
     PipelineOptions,
     PipelineResult,
@@ -220,6 +222,22 @@ class ForwardCompiler:
         )
 
 
+def _serializable(compiler: Callable[..., Any]) -> Callable[..., Any]:
+    """The compiler as AOTAutograd's cache wants it: marked as returning Inductor's
+    OutputCode (what compile_fx_forward and compile_fx_inner return), which it stores."""
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+    from torch._inductor.output_code import OutputCode
+
+    return SerializableAOTDispatchCompiler(OutputCode, compiler)
+
+
+def _shows_its_work(options: BackendOptions) -> bool:
+    """Whether the user asked to see what the passes did (IR dumps, the dispatch report):
+    then every graph goes through them, never through torch's compile caches."""
+    report = options.pipeline.pass_options.get("lower-dispatch", {}).get("report", (False,))
+    return bool(os.environ.get(DUMP_ENV)) or any(report)
+
+
 def vllm_xdsl_backend(
     gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any] | None = None,
     **kwargs: Any,
@@ -229,11 +247,18 @@ def vllm_xdsl_backend(
     from vllm_xdsl.frontend.capture import aot_backend
 
     inductor = _inductor_forward(gm, len(example_inputs)) if parsed.inner == "inductor" else None
-    forward = ForwardCompiler(parsed, inductor)
-    inference = ForwardCompiler(parsed, inductor, is_inference=True)
+    forward: Callable = ForwardCompiler(parsed, inductor)
+    inference: Callable = ForwardCompiler(parsed, inductor, is_inference=True)
     inner = parsed.inner
 
     def backward(bw_gm: torch.fx.GraphModule, bw_inputs: list[Any]) -> Callable:
         return _inner_compile(inner, bw_gm, bw_inputs)
 
-    return aot_backend(forward, backward, inference)(gm, example_inputs)
+    if inner != "inductor" or _shows_its_work(parsed):
+        return aot_backend(forward, backward, inference)(gm, example_inputs)
+    from vllm_xdsl.cache_key import keyed_config
+
+    with keyed_config(parsed) as cacheable:
+        if cacheable:
+            forward, inference, backward = map(_serializable, (forward, inference, backward))
+        return aot_backend(forward, backward, inference)(gm, example_inputs)

@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from torch import nn
 
+from corpus import decomps
 from corpus.sites import Sites, graph_sites, raised_sites
 from vllm_xdsl import compile as backend
 from vllm_xdsl.ops.tolerance import contract_error
@@ -80,11 +81,17 @@ class Row:
     tolerance_problem: str | None
     seconds: float  # the whole measurement: build, compile, run
     pipeline_seconds: float  # of which in vllm_xdsl's import, passes and export
+    # Not bit-exact, but bit-exact once this decomposition (corpus.decomps.INEXACT) is not
+    # applied: the difference is torch's decomposition, not the pipeline's.
+    inexact_from: str | None = None
 
     def expectation(self) -> str:
         """The row as test/corpus/expected.py spells it."""
         cells = " ".join(f"{label} {cell}" for label, cell in zip(LABELS, self.cells(), strict=True))
-        return f"{cells} graphs {self.graphs} " + ("exact" if self.bit_exact else "close")
+        exactness = "exact" if self.bit_exact else "close"
+        if self.inexact_from:
+            exactness += f" ({self.inexact_from} decomposition)"
+        return f"{cells} graphs {self.graphs} {exactness}"
 
     def cells(self) -> list[str]:
         """raised/total per site type, then fused/possible ("-": no totals)."""
@@ -158,8 +165,24 @@ def _compare(got: list[torch.Tensor], want: list[torch.Tensor], kinds: tuple[str
     return error, exact, "; ".join(problems) or None
 
 
+def _inexact_from(built: Built, want: list[torch.Tensor]) -> str | None:
+    """The decomposition of corpus.decomps.INEXACT without which the compiled model equals
+    eager bit for bit, if there is one."""
+    for name, op in decomps.INEXACT.items():
+        torch._dynamo.reset()
+        with decomps.without_decomposition(op), torch.no_grad():  # strict: no fallback
+            compiled = torch.compile(built.model, backend="vllm_xdsl",
+                                     options={"inner": "eager", "strict": True})
+            got = _outputs(compiled(*built.args))
+        if len(got) == len(want) and all(
+                g.dtype == w.dtype and torch.equal(g, w) for g, w in zip(got, want, strict=True)):
+            return name
+    return None
+
+
 def measure(case: Case) -> Row:
-    """Build, compile (the token dim dynamic, inner="eager"), run once, count, compare."""
+    """Build, compile (the token dim dynamic, inner="eager"), run once, count, compare;
+    if not bit-exact, whether a decomposition of torch's explains it (`Row.inexact_from`)."""
     start = time.perf_counter()
     built = case.build(case.dtype)
     torch._dynamo.reset()  # a fresh compile per case (Dynamo caches by code object)
@@ -178,6 +201,7 @@ def measure(case: Case) -> Row:
         raised += raised_sites(counts.get("raise-native", Counter()),
                                counts.get("fuse-norm-quant", Counter()))
     error, exact, problem = _compare(got, want, built.outputs, case.dtype)
+    inexact_from = None if exact else _inexact_from(built, want)
     return Row(case, built.sites, raised, sum(graphs, Sites()), built.graph_expected(),
                len(graphs), list(warnings),
-               error, exact, problem, time.perf_counter() - start, sum(pipeline))
+               error, exact, problem, time.perf_counter() - start, sum(pipeline), inexact_from)

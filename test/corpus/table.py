@@ -15,6 +15,8 @@ def _cells(row: Row) -> list[str]:
         note.append(f"{len(row.fallbacks)} fallback(s)")
     if row.tolerance_problem:
         note.append("OUT OF TOLERANCE")
+    if row.inexact_from:
+        note.append(f"torch's {row.inexact_from} decomposition (exact without it)")
     if row.graph_expected is not None and row.graph != row.graph_expected:
         note.append(f"graph check {row.graph.astuple()[:4]}")
     return [key_name, dtype, *row.cells(), str(row.graphs), f"{row.max_error:.3g}",

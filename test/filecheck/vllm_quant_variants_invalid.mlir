@@ -34,11 +34,11 @@ func.func @scale_dtype_mismatch(%x: tensor<?x64xbf16>) {
 
 // -----
 
-func.func @group_zero_point(%x: tensor<?x64xbf16>, %z: tensor<1xbf16>) {
-  %q, %s = vllm.per_token_group_fp8_quant %x zero_point(%z : tensor<1xbf16>) {group_size = 32 : i64} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf32>
+func.func @group_zero_point(%x: tensor<?x64xbf16>, %z: tensor<?x1xbf16>) {
+  %q, %s = vllm.per_token_group_fp8_quant %x zero_point(%z : tensor<?x1xbf16>) {group_size = 32 : i64} : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<?x2xf32>
   func.return
 }
-// CHECK: zero_point applies to per-tensor and per-token schemes only
+// CHECK: zero_point must have shape [] or [1] or [?, 2], got tensor<?x1xbf16>
 
 // -----
 

@@ -148,19 +148,22 @@ def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
 
 
 def zero_point(value: SSAValue | None, x: TensorType, scheme: QuantScheme) -> None:
-    """A runtime zero point: per tensor ([] or [1]) or, per token, x's shape with a last
-    dimension of 1; any float or 8-bit element type. Not for per-group schemes."""
+    """A runtime zero point: per tensor ([] or [1]); per token, x's shape with a last
+    dimension of 1; per group (per-group schemes), x's shape with a last dimension of G;
+    any float or 8-bit element type."""
     if value is None:
         return
     t = tensor_of(value, "zero_point")
-    if scheme.granularity == "group":
-        raise VerifyException("zero_point applies to per-tensor and per-token schemes only")
     shape = t.get_shape()
-    per_token = (*x.get_shape()[:-1], 1)
-    if shape not in ((), (1,)) and not (scheme.granularity == "token" and shapes_agree(shape, per_token)):
+    rows: tuple[int, ...] | None = None
+    if scheme.granularity == "token":
+        rows = (*x.get_shape()[:-1], 1)
+    elif scheme.granularity == "group":
+        rows = (*x.get_shape()[:-1], _groups(x, scheme))
+    if shape not in ((), (1,)) and not (rows is not None and shapes_agree(shape, rows)):
         raise VerifyException(
             f"zero_point must have shape [] or [1]"
-            f"{' or ' + _shape_of(per_token) if scheme.granularity == 'token' else ''}, got {t}"
+            f"{' or ' + _shape_of(rows) if rows is not None else ''}, got {t}"
         )
     et = t.element_type
     if not (isinstance(et, AnyFloat) or (isinstance(et, IntegerType) and et.width.data == 8)):

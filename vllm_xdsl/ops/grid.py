@@ -13,6 +13,7 @@ and variant but few shapes.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,13 @@ class Case:
     args: tuple[Any, ...]
     label: str
     kwargs: dict[str, Any] = field(default_factory=dict)  # variant flags (rounded_sum)
+
+    @property
+    def shapeless_label(self) -> str:
+        """The label without the shape (`T=`, `H=` / `d=`): shared by the cases of one op,
+        dtype, scheme and variant over the grid's shapes (verify applies OPS.md's fp8 exact
+        rate to them together)."""
+        return re.sub(r" T=\d+ [Hd]=\d+", "", self.label)
 
 
 @dataclass(frozen=True)
@@ -62,15 +70,16 @@ FUSED_SCHEMES: tuple[tuple[torch.dtype, bool, str, dict[str, Any], bool], ...] =
 
 
 # Quant variants (docs/OPS.md "Variants") per unfused op: (variant, zero point: None,
-# "tensor" ([1]) or "token" ([T, 1])); the fused ops take VARIANTS_FUSED with every scheme
+# "tensor" ([1]), "token" ([T, 1]) or "group" ([T, G])); the fused ops take VARIANTS_FUSED with every scheme
 # they fit. Providers that lack a variant reject it (verify shows them as skipped).
 CT_FP8_TOKEN = f"quotient bf16 scale bf16 zero_eps {torch.finfo(torch.bfloat16).eps!r}"
 VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "static_scaled_fp8_quant": (("div quotient bf16", "tensor"), ("div", None),
                                 ("quotient f16", None)),
-    "dynamic_scaled_fp8_quant": (("div", None),),
+    "dynamic_scaled_fp8_quant": (("div", None), (CT_FP8_TOKEN, "tensor")),
     "dynamic_per_token_scaled_fp8_quant": (("recip", None), (CT_FP8_TOKEN, "token")),
-    "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None)),
+    "per_token_group_fp8_quant": (("min_scale", None), ("recip quotient bf16", None),
+                                  (CT_FP8_TOKEN, "group")),
     "static_scaled_int8_quant": (("quotient bf16", "tensor"), ("recip", None)),
     "dynamic_per_token_scaled_int8_quant": ((CT_FP8_TOKEN + " range 127.5", "token"),
                                             ("recip quotient f16", None)),
@@ -78,10 +87,11 @@ VARIANTS: dict[str, tuple[tuple[str, str | None], ...]] = {
 VARIANTS_FUSED = ("div quotient bf16", "recip quotient f16")
 
 
-def _zero_point(kind: str | None, tokens: int, device: str, seed: int) -> torch.Tensor | None:
+def _zero_point(kind: str | None, tokens: int, device: str, seed: int, groups: int = 1
+                ) -> torch.Tensor | None:
     if kind is None:
         return None
-    shape = (1,) if kind == "tensor" else (tokens, 1)
+    shape = {"tensor": (1,), "token": (tokens, 1)}.get(kind, (tokens, groups))
     return _rand(shape, torch.bfloat16, device, seed).round()
 
 
@@ -176,7 +186,7 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                     yield Case(op, dtype, (x(), gs, cm, ue, 1e-10, fp8),
                                f"{f8} gs={gs} column_major={cm} ue8m0={ue}")
         for variant, zp_kind in VARIANTS.get(op, ()):
-            zp = _zero_point(zp_kind, t, device, next(seed))
+            zp = _zero_point(zp_kind, t, device, next(seed), h // _group_sizes(h)[0])
             lab = f"{base} variant={variant!r}" + (f" zero_point={zp_kind}" if zp_kind else "")
             if op == "static_scaled_fp8_quant":
                 yield Case(op, dtype, (x(), scale, E4M3, zp, variant), lab)

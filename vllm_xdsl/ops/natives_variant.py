@@ -1,7 +1,9 @@
 """The native contract of every quant variant (docs/OPS.md, "Variants"): one function.
 
 `quantize_variant(x, scheme, scale, scale_ub, zero_point)` computes what a scheme with a
-non-default variant (or a zero point) denotes. Every rounding is explicit: values live in
+non-default variant (or a zero point) denotes. A zero point is per tensor ([] / [1]), per
+token (x's shape with a last dim of 1) or, for a per-group scheme, per group (x's leading
+dims and G: one per scale, compressed-tensors' dynamic group zero point). Every rounding is explicit: values live in
 f32, and a "rounded to bf16" step is `.to(bf16).float()` (what torch computes for a bf16
 op: the f32 result rounded once). With the default variant and no zero point it computes
 the OPS.md rows exactly (test_ops_variants.py checks it against natives.py).
@@ -72,7 +74,10 @@ def quantize_variant(
         y = torch.where(s == 0, torch.zeros_like(y), y)  # a zero row quantizes to 0
     y = _rounded(y, v.quotient_dtype)
     if zero_point is not None:
-        y = _rounded(y + zero_point.to(v.quotient_dtype).to(_F32), v.quotient_dtype)
+        zp = zero_point.to(v.quotient_dtype).to(_F32)
+        if scheme.granularity == "group" and zp.dim() == x.dim():
+            zp = zp.unsqueeze(-1)  # one per group ([..., G]) onto the grouped [..., G, gs]
+        y = _rounded(y + zp, v.quotient_dtype)
     if scheme.dtype == torch.int8:
         q = torch.round(y).clamp(-128.0, 127.0).to(torch.int8)
     else:

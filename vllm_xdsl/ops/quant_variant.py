@@ -128,7 +128,7 @@ def parse_variant(text: str) -> QuantVariant:
     return variant
 
 
-# The fields the Triton kernels implement: every scheme; per-token and per-group scales.
+# The fields the Triton kernels implement: every scheme; every dynamic scale.
 EPILOGUE_FIELDS = ("scaling", "quotient_dtype", "zero_point")
 SCALE_FIELDS = ("scale_dtype", "floor", "scale_range")
 

@@ -90,6 +90,9 @@ def quant_variant(
     y = _rounded(b, y, v.quotient_dtype)
     if zero_point is not None:
         zp = b.convert(b.convert(zero_point, v.quotient_dtype), F32)
+        zp_shape = meta(zp)[1]
+        if scheme.granularity == "group" and len(zp_shape) == len(shape):
+            zp = b.call("aten::unsqueeze.default", zp, -1, shape=(*zp_shape, 1))
         y = _rounded(b, b.call("aten::add.Tensor", y, zp, shape=meta(y)[1]), v.quotient_dtype)
     if scheme.dtype == torch.int8:
         y = b.call("aten::clamp.default", b.call("aten::round.default", y), -128.0, 127.0)

@@ -199,6 +199,24 @@ def operands_of(op: CallOp, n: int) -> list[Any] | None:
     return [arg(op, i) for i in range(n)]
 
 
+VIEW_TARGETS = ("aten::view.default", "aten::reshape.default", "aten::unflatten.int",
+                "aten::_unsafe_view.default")
+
+
+def same_value(a: SSAValue, b: SSAValue) -> bool:
+    """`a` and `b` hold the same tensor: one value, or two views of one value to one type
+    with at most one dynamic dim (the type then fixes the shape, and a view of a shape is
+    unique). compressed-tensors splits x into groups twice: for the scale and the quotient."""
+    if a is b:
+        return True
+    va, vb = call_of(a, *VIEW_TARGETS), call_of(b, *VIEW_TARGETS)
+    if va is None or vb is None or a.type != b.type:
+        return False
+    src, dims = arg(va, 0), shape(a)
+    return (isinstance(src, SSAValue) and src is arg(vb, 0) and dims is not None
+            and sum(d == DYNAMIC_INDEX for d in dims) <= 1)
+
+
 def single_use(value: SSAValue) -> bool:
     return value.has_one_use()
 

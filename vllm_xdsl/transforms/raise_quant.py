@@ -11,7 +11,9 @@ A quant ends in one of (bounds are numbers or 0-d constants, casts may sit anywh
   values in the activation dtype: the raised op's int8 `q` is cast back to that dtype).
 
 Before it, `v = (x / s)` or `x * reciprocal(s)` (an f32 reciprocal), optionally `+ zp` (a
-runtime zero point, per tensor or per token). Every rounding between the division and the
+runtime zero point, per tensor, per token, or per group: one per row of the grouped x,
+compressed-tensors' FP8_BLOCK activations; the op's zero point is then x's leading dims
+and G). Every rounding between the division and the
 clamp is read from the dtypes the chain passes through: the quotient's dtype (a bf16
 division rounds its f32 quotient to bf16) and the zero-point add's must be one dtype, the
 `quotient` variant. A rounding after the clamp commutes with it (the bounds are exact in
@@ -217,6 +219,7 @@ class _Plan:
     zp: SSAValue | None
     dyn: DynamicScale | None
     group_shape: tuple[int, ...] | None  # the grouped q shape, to view the result back
+    zp_shape: tuple[int, ...] | None = None  # a per-group zero point, as the op takes it
 
 
 def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
@@ -256,9 +259,17 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
     if dyn is None and (grouped is not None or m.shape(s) != (1,) or m.dtype(s) not in
                         m.MANTISSA_BITS):
         return None
-    if dyn is not None and zp is not None and dyn.granularity == "group":
-        return None
-    for value in (q if grouped else None, None if dyn is None else dyn.scale):
+    zp_shape = None
+    if grouped is not None and zp is not None and m.rank(zp) == m.rank(q):
+        # One per group: [..., G, 1] in the grouped q -> x's leading dims and G.
+        x_dims, q_dims = m.shape(x), m.shape(q)
+        assert x_dims is not None and q_dims is not None
+        zp_shape = (*x_dims[:-1], q_dims[-2])
+        if sum(d == DYNAMIC_INDEX for d in zp_shape) > 1:
+            return None
+    views = (q if grouped else None, None if dyn is None else dyn.scale,
+             None if dyn is None else dyn.scale_view)
+    for value in views:
         if value is not None and sum(d == DYNAMIC_INDEX for d in m.shape(value) or ()) > 1:
             return None  # reshaped back to that shape: at most one dynamic dim
     if dyn is None:
@@ -275,7 +286,7 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
     except ValueError:
         return None
     return _Plan(x, scheme, m.widened_from(s) if dyn is None else None, zp, dyn,
-                 m.shape(q) if grouped else None)
+                 m.shape(q) if grouped else None, zp_shape)
 
 
 def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
@@ -286,7 +297,8 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
     props: dict[str, Attribute] = {}
     if not scheme.variant.is_default:
         props["variant"] = QuantVariantAttr.from_variant(scheme.variant)
-    zp = [] if plan.zp is None else [plan.zp]
+    pre = TorchBuilder()  # the zero point reshaped to the op's per-group shape, if need be
+    zp = [] if plan.zp is None else [_reshaped(pre, plan.zp, plan.zp_shape or m.shape(plan.zp))]
     sd = scheme.variant.scale_dtype
     tokens = _tokens(x_shape[:-1])
     new: Operation
@@ -320,7 +332,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         if scheme.group_eps != 1e-10:
             props["eps"] = FloatAttr(scheme.group_eps, Float64Type())
         new = vllm.PerTokenGroupFp8QuantOp.build(
-            operands=[plan.x, []], result_types=[q_type, tensor_type(sd, (tokens, groups))],
+            operands=[plan.x, zp], result_types=[q_type, tensor_type(sd, (tokens, groups))],
             properties=props)
     try:
         new.verify()
@@ -334,13 +346,16 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         float_dtype = m.dtype(q)
         assert float_dtype is not None
         qv = b.convert(qv, float_dtype)
-    users = [] if dyn is None else list(dyn.scale.uses)
-    scales = None if dyn is None else _reshaped(b, new.results[1], m.shape(dyn.scale))
-    rewriter.insert([new, *b.ops], InsertPoint.before(op))
+    rewired = []  # the source scale's (and its unsqueeze's) users after the quant
+    for source in () if dyn is None else (dyn.scale, dyn.scale_view):
+        if source is not None:
+            rewired.append((list(source.uses), _reshaped(b, new.results[1], m.shape(source))))
+    rewriter.insert([*pre.ops, new, *b.ops], InsertPoint.before(op))
     rewriter.replace(op, [], [qv])
-    for use in users:  # the source scale's users after the quant read the op's scales
-        if scales is not None and m.is_before(new, use.operation):
-            use.operation.operands[use.index] = scales
+    for users, scales in rewired:  # ... read the op's scales
+        for use in users:
+            if m.is_before(new, use.operation):
+                use.operation.operands[use.index] = scales
 
 
 def _tokens(leading: tuple[int | None, ...]) -> int | None:

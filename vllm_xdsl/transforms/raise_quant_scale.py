@@ -14,7 +14,10 @@ one of them. The forms, from the scale backwards:
 - `a = min(absmax, scale_ub)` (per-token fp8 only), absmax over the last dimension of the
   quotient's numerator (`amax(abs(.), -1, keepdim)`, `max(abs(.), -1)` values + unsqueeze,
   compressed-tensors' `max(|min(amin, 0)|, |max(amax, 0)|)`), or over all of it
-  (`max(abs(x))` / `amax(abs(x))` reshaped to [1]: per tensor).
+  (`max(abs(x))` / `amax(abs(x))` reshaped to [1]: per tensor);
+- per group, also without the kept dimension: compressed-tensors reduces its groups with
+  `keepdim=False`, computes the scale on [..., G] and divides by `scale.unsqueeze(-1)`
+  (the group split `x.unflatten(-1, (G, gs))` done twice, once for each).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class DynamicScale:
     scale_ub: SSAValue | None
     use_ue8m0: bool = False
     group_eps: float = 1e-10
+    scale_view: SSAValue | None = None  # `scale.unsqueeze(-1)` the quotient divides by
 
 
 def _chain_dtype(v: SSAValue) -> tuple[SSAValue, torch.dtype | None]:
@@ -101,12 +105,13 @@ def _abs_of(v: object) -> SSAValue | None:
     return _source(src) if isinstance(src, SSAValue) else None
 
 
-def row_absmax_of(a: SSAValue) -> SSAValue | None:
-    """x for a last-dim absmax with the kept dimension, in any of its spellings."""
+def row_absmax_of(a: SSAValue, keepdim: bool = True) -> SSAValue | None:
+    """x for a last-dim absmax with the kept dimension (or, `keepdim=False`, without it), in
+    any of its spellings."""
     a = m.widened_from(a)
     if (r := _reduced(a, "aten::amax.default")) is not None:
-        return _abs_of(r[0]) if r[1] else None
-    if (un := m.call_of(a, "aten::unsqueeze.default")) is not None:
+        return _abs_of(r[0]) if r[1] == keepdim else None
+    if keepdim and (un := m.call_of(a, "aten::unsqueeze.default")) is not None:
         inner = m.arg(un, 0)
         if not isinstance(inner, SSAValue) or not m.is_last_dim(m.arg(un, 1), un.results[0]):
             return None
@@ -118,14 +123,15 @@ def row_absmax_of(a: SSAValue) -> SSAValue | None:
             else None
     if (mx := m.call_of(a, "aten::max.dim")) is not None:
         src = m.arg(mx, 0)
-        ok = a is mx.results[0] and m.arg(mx, 2, "keepdim", False) is True
+        ok = a is mx.results[0] and (m.arg(mx, 2, "keepdim", False) is True) == keepdim
         return _abs_of(src) if ok and isinstance(src, SSAValue) and m.is_last_dim(
             m.arg(mx, 1), src) else None
-    return _minmax_absmax(a)
+    return _minmax_absmax(a, keepdim)
 
 
-def _minmax_absmax(a: SSAValue) -> SSAValue | None:
-    """compressed-tensors: `max(|min(amin(x), 0)|, |max(amax(x), 0)|)` (keepdim) is absmax."""
+def _minmax_absmax(a: SSAValue, keepdim: bool = True) -> SSAValue | None:
+    """compressed-tensors: `max(|min(amin(x), 0)|, |max(amax(x), 0)|)` is absmax (both
+    reductions with the kept dimension, or both without it)."""
     op = m.call_of(a, "aten::maximum.default")
     args = None if op is None else m.operands_of(op, 2)
     if args is None:
@@ -140,7 +146,7 @@ def _minmax_absmax(a: SSAValue) -> SSAValue | None:
             return None
         kind = "min" if clip.target.data == "aten::minimum.default" else "max"
         r = _reduced(pair[0], f"aten::a{kind}.default")
-        if r is None or not r[1]:
+        if r is None or r[1] != keepdim:
             return None
         found[kind] = r[0]
     if set(found) != {"min", "max"} or found["min"] is not found["max"]:
@@ -219,6 +225,13 @@ def dynamic_scale(
     """The dynamic scale `s` of a quotient with numerator `xs` (x, or x grouped as
     [..., G, gs] when `grouped`), or None if it is none of the module doc's forms."""
     node = m.widened_from(s)
+    scale_view = None
+    if grouped and (un := m.call_of(node, "aten::unsqueeze.default")) is not None:
+        inner, xs_shape = m.arg(un, 0), m.shape(xs)
+        if not (isinstance(inner, SSAValue) and m.is_last_dim(m.arg(un, 1), node)
+                and xs_shape is not None and m.shape(inner) == xs_shape[:-1]):
+            return None
+        scale_view, node = node, inner  # computed on [..., G], divided as [..., G, 1]
     floored = _floor(node, qmax)
     if floored is None:
         return None
@@ -252,7 +265,8 @@ def dynamic_scale(
     granularity: Granularity
     if grouped:
         granularity = "group"
-        ok = row_absmax_of(a) is x and ub is None and is_fp8
+        src = row_absmax_of(a, keepdim=scale_view is None)
+        ok = src is not None and m.same_value(src, x) and ub is None and is_fp8
     elif tensor_absmax_of(a) is x:
         granularity, ok = "tensor", ub is None and is_fp8
     else:
@@ -262,4 +276,4 @@ def dynamic_scale(
         return None
     scale_range = 0.0 if f32(r) == f32(qmax) else r
     return DynamicScale(granularity, node, scale_dtype, floor, eps, scale_range, ub,
-                        ue8m0 is not None, group_eps)
+                        ue8m0 is not None, group_eps, scale_view)

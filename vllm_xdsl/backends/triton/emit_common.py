@@ -221,8 +221,8 @@ def _scale_variant(scheme: QuantScheme) -> bool:
 
 
 def _variant_scale(k: KernelText, scheme: QuantScheme, amax: str, hw: bool) -> None:
-    """`scale` as natives_variant.dynamic_scale computes it from the absmax (per token:
-    a scalar; per group: a [groups] vector)."""
+    """`scale` as natives_variant.dynamic_scale computes it from the absmax (per tensor and
+    per token: a scalar; per group: a [groups] vector)."""
     v = scheme.variant
     if scheme.granularity == "group" and not v.floor:
         amax = f"_max_nan({amax}, {flt(scheme.group_eps)})"
@@ -230,8 +230,8 @@ def _variant_scale(k: KernelText, scheme: QuantScheme, amax: str, hw: bool) -> N
     k.add(f"scale = {round_to(divided, v.scale_dtype, hw)}")
     if scheme.use_ue8m0:
         k.add("scale = _pow2_ceil(scale)")
-    token_fp8 = scheme.is_fp8 and scheme.granularity == "token"
-    if v.floor == "min_scale" or (not v.floor and token_fp8):
+    row_fp8 = scheme.is_fp8 and scheme.granularity != "group"  # tensor or token
+    if v.floor == "min_scale" or (not v.floor and row_fp8):
         k.add(f"scale = _max_nan(scale, {flt(1.0 / (scheme.qmax * 512))})")
     elif v.floor == "zero_eps":
         eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()  # eps as sd holds it
@@ -269,6 +269,13 @@ def quant_epilogue(
             if fused:  # the fused op returns the static scale as f32 [1]
                 first = "(row == 0) & (tile == 0)" if tiled else "row == 0"
                 k.add(f"if {first}:", "    tl.store(scales_ptr, scale)")
+        elif _scale_variant(scheme):  # the variant's scale, once from the global absmax
+            k.add(
+                "# amax_ptr holds the absmax's f32 bits (see the absmax kernel)",
+                "amax = tl.load(amax_ptr).to(tl.float32, bitcast=True)",
+            )
+            _variant_scale(k, scheme, "amax", hw)
+            k.add("if row == 0:", "    tl.store(scales_ptr, scale)")
         else:  # dynamic per tensor: the global absmax came from the absmax kernel
             k.add(
                 "# amax_ptr holds the absmax's f32 bits (see the absmax kernel)",
@@ -280,7 +287,10 @@ def quant_epilogue(
         if scheme.scaling == "recip":
             k.add("q = y * tl.div_rn(1.0, scale)")
         else:
-            _divide(k, "scale", saturate if scheme.static else None)
+            # A range above FMAX lets |y / scale| pass 2**10, beyond _div_rn_by's domain:
+            # clamp y first (q saturates at FMAX anyway).
+            wide = scheme.variant.scale_range > scheme.qmax
+            _divide(k, "scale", saturate if scheme.static or wide else None)
     elif scheme.granularity == "token" and _scale_variant(scheme):
         k.add(f"amax = {absmax('y', 0)}")
         if has_scale_ub:

@@ -22,6 +22,7 @@ from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.natives_variant import dynamic_scale
 from vllm_xdsl.ops.scheme import FP8_DTYPES, QuantScheme
 
 _F32 = torch.float32
@@ -203,9 +204,11 @@ def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
 
 
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
-    if scheme.static or scheme.granularity == "tensor":
+    if scheme.static:
         return torch.empty(1, dtype=_F32, device=device)
     sd = scheme.variant.scale_dtype  # f32 unless a variant rounds the scales
+    if scheme.granularity == "tensor":
+        return torch.empty(1, dtype=sd, device=device)
     if scheme.granularity == "token":
         return torch.empty(tokens, 1, dtype=sd, device=device)
     groups = width // scheme.group_size
@@ -332,9 +335,9 @@ def quant(
     if not scheme.static and scheme.granularity == "tensor":
         amax = torch.zeros(1, dtype=torch.int32, device=x.device)  # f32 bits (absmax kernel)
         prologue = (x2, x2.stride(0), amax, hidden)
-        if tokens == 0:  # the native's scale of an empty tensor: the floor
+        if tokens == 0:  # an empty tensor's scale: that of an absmax of 0 (the floor)
             assert scales is not None  # allocated for every dynamic scheme
-            scales.fill_(1.0 / (scheme.qmax * 512.0))
+            scales.copy_(dynamic_scale(torch.zeros(1, device=x.device), scheme, None))
     args = [
         x2,
         x2.stride(0),

@@ -246,9 +246,18 @@ def _short(dtype: torch.dtype) -> str:
 
 
 def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
-    """The quant variant fields the Triton kernel of `op` implements: per-tensor scales (an
-    absmax kernel, then the quant) have the default scale computation only."""
-    per_row = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
-                     "per_token_group_fp8_quant") or (
+    """The quant variant fields the Triton kernel of `op` implements: the scale fields for
+    every dynamic scale (per tensor: computed once from the absmax kernel's global absmax)."""
+    dynamic = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
+                     "per_token_group_fp8_quant", "dynamic_scaled_fp8_quant") or (
         args.get("static") is False and args.get("granularity") in ("token", "group"))
-    return EPILOGUE_FIELDS + SCALE_FIELDS if per_row else EPILOGUE_FIELDS
+    return EPILOGUE_FIELDS + SCALE_FIELDS if dynamic else EPILOGUE_FIELDS
+
+
+def zero_point_problem(op: str, args: dict[str, Any]) -> str | None:
+    """The kernels add one zero point per tensor or per row: a per-group scheme's zero
+    point (compressed-tensors' FP8_BLOCK activations) is rejected by name."""
+    group = op == "per_token_group_fp8_quant" or args.get("granularity") == "group"
+    if group and args.get("zero_point") is not None:
+        return "the triton kernels have no per-group zero point (one per tensor or row only)"
+    return None
