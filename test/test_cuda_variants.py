@@ -85,13 +85,14 @@ def _data(qd: torch.dtype, dtype: torch.dtype, shape: tuple[int, int], seed: int
     return x.to(dtype)
 
 
-def _zero_point(spec: str | None, rows: int, seed: int) -> torch.Tensor | None:
-    """'tensor:bf16' ([1]), 'token:int8' ([T, 1]), ...: small values, integral but for f32."""
+def _zero_point(spec: str | None, rows: int, seed: int, groups: int = 1) -> torch.Tensor | None:
+    """'tensor:bf16' ([1]), 'token:int8' ([T, 1]), 'group:f32' ([T, G]), ...: small values,
+    integral but for f32."""
     if spec is None:
         return None
     kind, dt = spec.split(":")
     g = torch.Generator().manual_seed(seed)
-    shape = (1,) if kind == "tensor" else (rows, 1)
+    shape = {"tensor": (1,), "token": (rows, 1)}.get(kind, (rows, groups))
     if dt == "f32":  # not integral: the zero point's and the sum's rounding to qd show
         return torch.randn(shape, generator=g) * 2.3
     v = torch.randint(0 if dt == "uint8" else -4, 5, shape, generator=g).float()
@@ -158,6 +159,9 @@ UNFUSED = [
     ("per_token_group_fp8_quant", f"zero_eps {EPS_BF16}", None),
     ("per_token_group_fp8_quant", "range 400.0", None),
     ("per_token_group_fp8_quant", "min_scale scale bf16 recip", None),
+    ("per_token_group_fp8_quant", "", "tensor:int8"),
+    ("per_token_group_fp8_quant", "", "group:f32"),
+    ("per_token_group_fp8_quant", CT_FP8, "group:bf16"),  # compressed-tensors FP8_BLOCK
     ("static_scaled_int8_quant", "recip", None),
     ("static_scaled_int8_quant", "quotient bf16", None),
     ("static_scaled_int8_quant", "", "tensor:int8"),
@@ -221,7 +225,7 @@ def test_unfused_variant(kernels: Kernels, op: str, variant: str, zp_spec: str |
             for i, shape in enumerate(SHAPES):
                 group = (16 if shape[1] % 16 == 0 else 12) if "group" in op else 0
                 x = _data(qd, dtype, shape, seed=10 * i + DTYPES.index(dtype), group=group)
-                zp = _zero_point(zp_spec, shape[0], seed=i)
+                zp = _zero_point(zp_spec, shape[0], seed=i, groups=shape[1] // (group or shape[1]))
                 for label, kernel, native in _unfused_calls(kernels, op, x, variant, zp, qd):
                     want = native(variant, zp)
                     _check(kernel(), want, f"{str(qd)[6:]} {str(dtype)[6:]} {shape} {label}")
@@ -282,6 +286,7 @@ FUSED = [
     (E4M3, False, "group", 16, False, False, False, "min_scale", None),
     (E4M3, False, "group", 16, True, True, False, "scale bf16", None),
     (E4M3, False, "group", 16, False, False, False, f"zero_eps {EPS_BF16} range 100.0", None),
+    (E4M3, False, "group", 16, True, False, False, CT_FP8, "group:bf16"),  # FP8_BLOCK
 ]
 FUSED_SHAPES = ((7, 64), (3, 4096))
 
@@ -315,7 +320,7 @@ def _fused_norm_quants(kernels: Kernels, case: tuple, dtype: torch.dtype,
     qd, static, gran, gs, col, ue8m0, with_ub, variant, zp_spec = case
     x, r = _ints(shape, dtype, 2 * seed), _ints(shape, dtype, 2 * seed + 1)
     w = torch.randn(shape[1], generator=torch.Generator().manual_seed(seed)).to(dtype)
-    zp = _zero_point(zp_spec, shape[0], seed=seed)
+    zp = _zero_point(zp_spec, shape[0], seed=seed, groups=shape[1] // (gs or shape[1]))
     y = N.rms_norm(x, w, 1e-6)
     scale = (y.float().abs().amax() / _qmax(qd) * 0.8).reshape(1) if static else None
     ub = (y.float().abs().amax() * 0.5).reshape(1) if with_ub else None
@@ -344,8 +349,9 @@ def _fused_norm_quants(kernels: Kernels, case: tuple, dtype: torch.dtype,
     return not _same(norm(variant, zp), norm("", None))
 
 
-@pytest.mark.parametrize("case", [FUSED[0], FUSED[4], FUSED[9], FUSED[12]],
-                         ids=[_fused_id(c) for c in (FUSED[0], FUSED[4], FUSED[9], FUSED[12])])
+@pytest.mark.parametrize("case", [FUSED[0], FUSED[4], FUSED[9], FUSED[12], FUSED[14]],
+                         ids=[_fused_id(c) for c in (FUSED[0], FUSED[4], FUSED[9], FUSED[12],
+                                                     FUSED[14])])
 def test_act_and_mul_quant_variant(kernels: Kernels, case: tuple) -> None:
     # The act-and-mul producers round expf / erff like a GPU, not like torch's CPU kernels:
     # within the OPS.md tolerance, not bit for bit (test_cuda_emulated._act_quant).
@@ -353,7 +359,7 @@ def test_act_and_mul_quant_variant(kernels: Kernels, case: tuple) -> None:
     for op in ("silu_and_mul_quant", "gelu_tanh_and_mul_quant"):
         for dtype in DTYPES:
             x = (torch.randn(5, 128, generator=torch.Generator().manual_seed(3)) * 3).to(dtype)
-            zp = _zero_point(zp_spec, 5, seed=4)
+            zp = _zero_point(zp_spec, 5, seed=4, groups=64 // (gs or 64))
             y = getattr(N, op.removesuffix("_quant"))(x)
             scale = (y.float().abs().amax() / _qmax(qd) * 0.8).reshape(1) if static else None
             base = (qd, static, gran, gs, col, ue8m0, 1e-10)

@@ -324,8 +324,9 @@ def test_cuda_kernels_take_every_variant_and_zero_point() -> None:
                  quant_dtype=E4M3, static=False, granularity="group", group_size=16,
                  zero_point=None, variant="min_scale scale bf16") is True
     assert check(variant="quotient bf32") == "quant variant 'quotient bf32': quotient dtype must be f32, bf16 or f16"
-    assert check("per_token_group_fp8_quant", group_size=16, zero_point=TensorMeta(BF16, (1,), "cuda"),
-                 variant="") == "a zero point applies to per-tensor and per-token schemes only"
+    for zp in ((1,), (7, 4), (None, 4)):  # one zero point, or one per group (H / 16 = 4)
+        assert check("per_token_group_fp8_quant", group_size=16,
+                     zero_point=TensorMeta(BF16, zp, "cuda"), variant=CT_TOKEN) is True
     why = check(token, zero_point=TensorMeta(BF16, (7, 2), "cuda"), variant="")
     assert isinstance(why, str) and "zero point shape (7, 2)" in why
 

@@ -196,7 +196,7 @@ class Kernels:
                 scales = torch.empty((q_rows, g), dtype=sd, device=x.device)
             s_t, s_g = scales.stride()
         ub = _f32(scale_ub)
-        variant = kernel_variant(s, zero_point, q_rows, op)
+        variant = kernel_variant(s, zero_point, q_rows, hidden, op)
         args = [_ptr(scales if s.static else None), _ptr(ub), scheme_code(s),
                 int(s.dtype == torch.float8_e4m3fnuz), s.qmax, s.group_size, s_t, s_g,
                 int(s.use_ue8m0), s.group_eps, None if variant is None else variant.address()]
@@ -224,7 +224,7 @@ class Kernels:
         fmax = fp8_max(fp8_dtype)
         x2 = _rows(x)
         s = QuantScheme(fp8_dtype, False, "tensor", variant=variant)
-        kv = kernel_variant(s, zero_point, x2.shape[0], op)
+        kv = kernel_variant(s, zero_point, x2.shape[0], x.shape[-1], op)
         q = torch.empty(x.shape, dtype=fp8_dtype, device=x.device)
         scale = torch.empty(1, dtype=_F32, device=x.device)  # the f32 scale the quant reads
         out = scale if s.variant.scale_dtype == _F32 else torch.empty(

@@ -36,7 +36,7 @@ class VxVariant(ctypes.Structure):
         ("recip", ctypes.c_int), ("quotient", ctypes.c_int), ("scale", ctypes.c_int),
         ("floor", ctypes.c_int), ("floor_value", ctypes.c_float), ("range", ctypes.c_float),
         ("zero_rows", ctypes.c_int), ("zp_dtype", ctypes.c_int), ("zp", ctypes.c_void_p),
-        ("zp_stride", ctypes.c_int64),
+        ("zp_stride", ctypes.c_int64), ("zp_group_stride", ctypes.c_int64),
     ]
 
 
@@ -62,36 +62,41 @@ def _scheme_fields(scheme: QuantScheme) -> dict[str, int | float]:
 class KernelVariant:
     """The struct of one launch and the tensors its pointers reach (kept alive with it)."""
 
-    def __init__(self, scheme: QuantScheme, zero_point: Tensor | None, rows: int, op: str) -> None:
-        zp = None if zero_point is None else _zero_point_rows(zero_point, scheme, rows, op)
+    def __init__(self, scheme: QuantScheme, zero_point: Tensor | None, rows: int, groups: int,
+                 op: str) -> None:
+        zp = None if zero_point is None else _zero_point_rows(zero_point, scheme, rows, groups, op)
         self.zero_point = zp
+        per_group = zp is not None and zp.numel() == rows * groups and groups > 1
         self.struct = VxVariant(
             **_scheme_fields(scheme),
             zp_dtype=0 if zp is None else _ZERO_POINT[zp.dtype],
             zp=None if zp is None else zp.data_ptr(),
-            zp_stride=0 if zp is None or zp.numel() == 1 else 1,
+            zp_stride=0 if zp is None or zp.numel() == 1 else groups if per_group else 1,
+            zp_group_stride=int(per_group),
         )
 
     def address(self) -> int:
         return ctypes.addressof(self.struct)
 
 
-def kernel_variant(scheme: QuantScheme, zero_point: Tensor | None, rows: int,
+def kernel_variant(scheme: QuantScheme, zero_point: Tensor | None, rows: int, hidden: int,
                    op: str) -> KernelVariant | None:
     """None for the default numerics without a zero point (the kernels of before variants)."""
     if scheme.variant.is_default and zero_point is None:
         return None
-    return KernelVariant(scheme, zero_point, rows, op)
+    groups = hidden // scheme.group_size if scheme.granularity == "group" else 1
+    return KernelVariant(scheme, zero_point, rows, groups, op)
 
 
-def _zero_point_rows(zp: Tensor, scheme: QuantScheme, rows: int, op: str) -> Tensor:
-    """One value, or one per row, contiguous, in a dtype the kernels read; ValueError else.
-    (The IR takes one per row on per-token schemes only; the natives broadcast it on a
-    per-tensor one as well, and so do the kernels.)"""
-    if zp.numel() != 1 and (scheme.granularity == "group" or zp.numel() != rows
-                            or zp.shape[-1:] != (1,)):
-        raise ValueError(f"{op}: zero_point of shape {tuple(zp.shape)} is neither one value nor "
-                         f"one per row ({rows} rows) of a per-tensor or per-token scheme")
+def _zero_point_rows(zp: Tensor, scheme: QuantScheme, rows: int, groups: int, op: str) -> Tensor:
+    """One value, one per row or (per-group schemes) one per group, contiguous, in a dtype
+    the kernels read; ValueError else. (The IR takes one per row on per-token schemes only;
+    the natives broadcast it on the others as well, and so do the kernels.)"""
+    per_row = zp.numel() == rows and zp.shape[-1:] == (1,)
+    per_group = scheme.granularity == "group" and zp.numel() == rows * groups and zp.shape[-1:] == (groups,)
+    if zp.numel() != 1 and not (per_row or per_group):
+        raise ValueError(f"{op}: zero_point of shape {tuple(zp.shape)} is neither one value, nor "
+                         f"one per row ({rows} rows), nor one per group ({groups} a row)")
     flat = zp.reshape(-1).contiguous()
     if flat.dtype not in _ZERO_POINT:  # e.g. fp8 or f64: zero_point.to(qd) exactly, as f32
         flat = flat.to(scheme.variant.quotient_dtype).to(torch.float32)
@@ -107,14 +112,15 @@ def variant_args_problem(op: str, args: dict[str, Any], vendor: str) -> str | No
     zp, x = args.get("zero_point"), args.get("x")
     if zp is None or x is None:
         return None
-    granularity = _GRANULARITY.get(op, args.get("granularity"))
-    if granularity == "group":
-        return "a zero point applies to per-tensor and per-token schemes only"
     if tuple(zp.shape) in ((), (1,)):
         return None
-    per_token = (*x.shape[:-1], 1)
-    if zp.ndim != len(per_token) or any(
-            a is not None and b is not None and a != b
-            for a, b in zip(zp.shape, per_token, strict=True)):
-        return f"zero point shape {tuple(zp.shape)} is neither [] / [1] nor per token {per_token}"
+    shapes = [(*x.shape[:-1], 1)]
+    gs = args.get("group_size", 0)
+    if _GRANULARITY.get(op, args.get("granularity")) == "group" and gs and x.shape[-1] is not None:
+        shapes.append((*x.shape[:-1], x.shape[-1] // gs))
+    if not any(zp.ndim == len(s) and all(a is None or b is None or a == b
+                                         for a, b in zip(zp.shape, s, strict=True))
+               for s in shapes):
+        return (f"zero point shape {tuple(zp.shape)} is neither [] / [1] nor "
+                f"{' nor '.join(str(s) for s in shapes)}")
     return None

@@ -261,7 +261,7 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
 
   float mul = 1.f, div = 1.f, zp = 0.f;
   if constexpr (VAR) {
-    if (p.variant.zp != nullptr) zp = zero_point_of(p.variant, row);
+    if (p.variant.zp != nullptr) zp = zero_point_of(p.variant, row, 0);
     if constexpr (SCHEME == S_STATIC_FP8 || SCHEME == S_STATIC_I8) {
       div = p.scale[0];
       mul = 1.0f / div;
@@ -333,7 +333,10 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
     } else {
       if constexpr (SCHEME == S_GROUP_FP8) {
         div = group_scale[i / p.group_size];
-        if constexpr (VAR) mul = 1.0f / div;
+        if constexpr (VAR) {
+          mul = 1.0f / div;
+          if (p.variant.zp_group_stride) zp = zero_point_of(p.variant, row, i / p.group_size);
+        }
       }
       quant_store<SCHEME, VAR, n>(p.out, row * H + i, v, mul, div, zp, p);
     }

@@ -28,7 +28,8 @@ struct Variant {
   int zero_rows;       // dynamic int8 with the default floor: a zero scale gives q = 0
   int zp_dtype;        // ZeroPointCode
   const void* zp;      // null: no zero point
-  int64_t zp_stride;   // 0: one zero point; 1: one per row
+  int64_t zp_stride;   // per row: 0 (one zero point), 1 (one per row) or G (one per group)
+  int64_t zp_group_stride;  // per group: 1 (one per group), else 0
 };
 
 // r_d(v) of the contract: v rounded to dtype `code` and back.
@@ -61,9 +62,9 @@ VX_DEV void store_scale(float* scales, int64_t i, float s, int code) {
   }
 }
 
-// The zero point of `row` as zero_point.to(quotient dtype).float() holds it.
-VX_DEV float zero_point_of(const Variant& v, int64_t row) {
-  const int64_t i = row * v.zp_stride;
+// The zero point of group g of `row` as zero_point.to(quotient dtype).float() holds it.
+VX_DEV float zero_point_of(const Variant& v, int64_t row, int64_t g) {
+  const int64_t i = row * v.zp_stride + g * v.zp_group_stride;
   float z;
   switch (v.zp_dtype) {
     case Z_F16: z = __half2float(__ushort_as_half(static_cast<const uint16_t*>(v.zp)[i])); break;
