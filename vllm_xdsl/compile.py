@@ -14,6 +14,10 @@ names), priority (VLLM_XDSL_PRIORITY syntax), target ("cuda" | "rocm" | "cpu"), 
 (bool), pass_options ({pass: {option: value}}). A bad option raises OptionsError (one line)
 before any work; an internal failure logs ONE warning naming the stage and runs the
 unmodified graph (strict raises).
+
+With inner="inductor" the compilers return Inductor's OutputCode, which AOTAutograd's cache
+stores and a later process loads without calling them; cache_key.py puts what our passes
+depend on into the key.
 """
 
 from __future__ import annotations

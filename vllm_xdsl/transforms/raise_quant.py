@@ -186,13 +186,14 @@ class RaiseQuant(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
-        if len(op.results) != 1:
+        target = op.target.data
+        if len(op.results) != 1 or (target not in m.CAST_TARGETS and target != "aten::round.default"):
             return
         q = op.results[0]
         c = m.cast_of(q)
         if c is not None and c[1] in m.FP8_DTYPES + (torch.int8,):
             qdtype, start = c[1], c[0]
-        elif op.target.data == "aten::round.default" and not _cast_to_int8_follows(q):
+        elif target == "aten::round.default" and not _cast_to_int8_follows(q):
             qdtype, start = torch.int8, q  # compressed-tensors: rounded, never cast
         else:
             return
