@@ -134,3 +134,30 @@ def test_invalid_scheme_is_value_error_before_device() -> None:
     x = torch.randn(2, 16)
     with pytest.raises(ValueError, match="rms_norm_quant: .*per-group quantization is fp8 only"):
         launchers("cuda").rms_norm_quant(x, None, 1e-6, None, None, torch.int8, False, "group", 8)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_variants_reach_the_kernels(vendor: str) -> None:
+    # The torch ops pass a variant and zero point on to the kernels (which need a device
+    # here), where they used to refuse them; a bad variant is a ValueError naming the op.
+    fns = launchers(vendor)  # type: ignore[arg-type]
+    x = torch.randn(5, 64, dtype=torch.bfloat16)
+    zp = torch.ones(5, 1, dtype=torch.bfloat16)
+    ct = "quotient bf16 scale bf16 zero_eps 0.0078125"
+    calls = [
+        lambda: fns.static_scaled_fp8_quant(x, torch.tensor([0.1]), FP8, zp[:1], "div quotient bf16"),
+        lambda: fns.dynamic_scaled_fp8_quant(x, FP8, None, "scale bf16"),
+        lambda: fns.dynamic_per_token_scaled_int8_quant(x, zp, ct + " range 127.5"),
+        lambda: fns.per_token_group_fp8_quant(x, 16, False, False, 1e-10, FP8, None, "min_scale"),
+        lambda: fns.rms_norm_quant(x, None, 1e-6, None, None, FP8, False, "token",
+                                   zero_point=zp, variant=ct),
+        lambda: fns.silu_and_mul_quant(x, None, None, torch.int8, False, "token",
+                                       zero_point=zp, variant="recip"),
+    ]
+    for call in calls:
+        with pytest.raises(L.DeviceUnavailable, match="got a tensor on cpu"):
+            call()
+    with pytest.raises(ValueError, match=r"^dynamic_per_token_scaled_fp8_quant: .*'bogus'"):
+        fns.dynamic_per_token_scaled_fp8_quant(x, None, FP8, None, "bogus")
+    with pytest.raises(ValueError, match=r"^rms_norm_quant: .*'bogus'"):
+        fns.rms_norm_quant(x, None, 1e-6, None, None, FP8, False, "token", variant="bogus")

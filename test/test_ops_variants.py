@@ -298,24 +298,37 @@ def test_native_lowering_of_variants_is_bitwise(name: str) -> None:
         assert a.stride() == b.stride()
 
 
-# --- kernels of the default numerics reject variants ----------------------------------------
+# --- which variants the kernels run -----------------------------------------------------
 
 
-def test_cuda_kernels_reject_variants() -> None:
+def test_cuda_kernels_take_every_variant_and_zero_point() -> None:
+    """The CUDA/HIP kernels implement every field (test_cuda_variants.py checks the numerics);
+    supports_args rejects only a variant that does not parse and zero points of a shape the
+    contract does not give."""
     from vllm_xdsl.backends.cuda import register as cuda_register
 
-    base = {"x": TensorMeta(BF16, (7, 64), "cuda"), "scale": TensorMeta(F32, (1,), "cuda"),
-            "fp8_dtype": E4M3}
+    x = TensorMeta(BF16, (7, 64), "cuda")
+    base = {"x": x, "scale": TensorMeta(F32, (1,), "cuda"), "fp8_dtype": E4M3}
 
-    def check(**a: object) -> bool | str:
-        return cuda_register.supports_args("cuda", "static_scaled_fp8_quant", **base, **a)
+    def check(op: str = "static_scaled_fp8_quant", **a: object) -> bool | str:
+        return cuda_register.supports_args("cuda", op, **{**base, **a})
 
     assert check(zero_point=None, variant="") is True
-    assert check(zero_point=None, variant="div quotient bf16") == (
-        "the cuda kernels compute the default quant numerics, not quant variant "
-        "'div quotient bf16'")
-    why = check(zero_point=base["scale"], variant="")
-    assert isinstance(why, str) and "not a zero point" in why
+    assert check(zero_point=None, variant="div quotient bf16") is True
+    assert check(zero_point=TensorMeta(BF16, (1,), "cuda"), variant="div quotient bf16") is True
+    token = "dynamic_per_token_scaled_int8_quant"
+    ct_int8 = f"quotient bf16 scale bf16 zero_eps {CT_EPS!r} range 127.5"
+    assert check(token, zero_point=TensorMeta(BF16, (None, 1), "cuda"), variant=ct_int8) is True
+    assert check("dynamic_scaled_fp8_quant", zero_point=None, variant=CT_TOKEN) is True
+    assert check("rms_norm_quant", weight=None, epsilon=1e-6, scale=None, scale_ub=None,
+                 quant_dtype=E4M3, static=False, granularity="group", group_size=16,
+                 zero_point=None, variant="min_scale scale bf16") is True
+    assert check(variant="quotient bf32") == "quant variant 'quotient bf32': quotient dtype must be f32, bf16 or f16"
+    for zp in ((1,), (7, 4), (None, 4)):  # one zero point, or one per group (H / 16 = 4)
+        assert check("per_token_group_fp8_quant", group_size=16,
+                     zero_point=TensorMeta(BF16, zp, "cuda"), variant=CT_TOKEN) is True
+    why = check(token, zero_point=TensorMeta(BF16, (7, 2), "cuda"), variant="")
+    assert isinstance(why, str) and "zero point shape (7, 2)" in why
 
 
 def test_triton_supports_args_takes_every_variant_field() -> None:

@@ -128,24 +128,6 @@ def parse_variant(text: str) -> QuantVariant:
     return variant
 
 
-def variant_problem(args: dict[str, Any], provider: str) -> str | None:
-    """For a provider's supports_args: why its kernels of the default quant numerics cannot
-    run these arguments (a `variant` or a `zero_point`), or None."""
-    variant = args.get("variant") or ""
-    if not variant and args.get("zero_point") is None:
-        return None
-    what = f"quant variant {variant!r}" if variant else "a zero point"
-    return f"the {provider} kernels compute the default quant numerics, not {what}"
-
-
-def default_numerics_only(op: str, zero_point: object, variant: str) -> None:
-    """For a kernel of the default numerics called with a variant anyway (supports_args
-    rejects it first, so this is reached only by a direct call): a clear error."""
-    if variant or zero_point is not None:
-        what = f"quant variant {variant!r}" if variant else "a zero point"
-        raise ValueError(f"{op}: this kernel computes the default quant numerics, not {what}")
-
-
 # The fields the Triton kernels implement: every scheme; every dynamic scale.
 EPILOGUE_FIELDS = ("scaling", "quotient_dtype", "zero_point")
 SCALE_FIELDS = ("scale_dtype", "floor", "scale_range")
@@ -153,7 +135,9 @@ SCALE_FIELDS = ("scale_dtype", "floor", "scale_range")
 
 def variant_problem_beyond(args: dict[str, Any], provider: str,
                            supported: tuple[str, ...]) -> str | None:
-    """Like variant_problem, for kernels that implement the variant fields `supported`."""
+    """For a provider's supports_args: why its kernels, which implement the variant fields
+    `supported` ("zero_point" among them if they take one), cannot run these arguments (a
+    `variant` or a `zero_point`), or None."""
     variant = args.get("variant") or ""
     if args.get("zero_point") is not None and "zero_point" not in supported:
         return f"the {provider} kernels have no zero point"

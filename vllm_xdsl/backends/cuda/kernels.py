@@ -17,8 +17,10 @@ from torch import Tensor
 
 from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.build import BuildError, ToolchainMissing, Vendor
+from vllm_xdsl.backends.cuda.variant import KernelVariant, kernel_variant
 from vllm_xdsl.ops.activations import activation_of, gate_and_up
 from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _F32 = torch.float32
@@ -172,8 +174,11 @@ class Kernels:
     # --- quantization -------------------------------------------------------------------
 
     def quant_args(self, s: QuantScheme, q_rows: int, hidden: int, x: Tensor,
-                   scale: Tensor | None, scale_ub: Tensor | None) -> tuple[list[Any], Tensor]:
-        """The VX_QUANT_ARGS of a scheme, and the scales tensor the op returns."""
+                   scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None = None,
+                   op: str = "quant") -> tuple[list[Any], Tensor, KernelVariant | None]:
+        """The VX_QUANT_ARGS of a scheme, the scales tensor the op returns (dynamic: in the
+        variant's scale dtype), and the variant the arguments point to (keep it alive)."""
+        sd = s.variant.scale_dtype
         if s.static:
             # A copy even when scale is already fp32 [1]: an op's outputs must never alias
             # its inputs (torch custom ops reject it; the caller may overwrite either).
@@ -181,54 +186,64 @@ class Kernels:
             scales = scale.to(_F32, copy=True).reshape(1)
             s_t = s_g = 0
         elif s.granularity == "token":
-            scales = torch.empty((q_rows, 1), dtype=_F32, device=x.device)
+            scales = torch.empty((q_rows, 1), dtype=sd, device=x.device)
             s_t, s_g = 1, 0
         else:
             g = hidden // s.group_size
             if s.column_major_scales:
-                scales = torch.empty((g, q_rows), dtype=_F32, device=x.device).t()
+                scales = torch.empty((g, q_rows), dtype=sd, device=x.device).t()
             else:
-                scales = torch.empty((q_rows, g), dtype=_F32, device=x.device)
+                scales = torch.empty((q_rows, g), dtype=sd, device=x.device)
             s_t, s_g = scales.stride()
         ub = _f32(scale_ub)
+        variant = kernel_variant(s, zero_point, q_rows, hidden, op)
         args = [_ptr(scales if s.static else None), _ptr(ub), scheme_code(s),
                 int(s.dtype == torch.float8_e4m3fnuz), s.qmax, s.group_size, s_t, s_g,
-                int(s.use_ue8m0), s.group_eps]
+                int(s.use_ue8m0), s.group_eps, None if variant is None else variant.address()]
         # Static: the kernel reads the fp32 copy, which is also the returned scales.
-        return args, scales
+        return args, scales, variant
 
     def quant(self, op: str, x: Tensor, s: QuantScheme, scale: Tensor | None,
-              scale_ub: Tensor | None) -> tuple[Tensor, Tensor]:
-        lib, stream = self._prepare(op, x, scale, scale_ub)
+              scale_ub: Tensor | None, zero_point: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        lib, stream = self._prepare(op, x, scale, scale_ub, zero_point)
         x2, H = _rows(x), x.shape[-1]
         if s.granularity == "group" and H % s.group_size:
             raise ValueError(f"{op}: group_size {s.group_size} does not divide hidden size {H}")
         q = torch.empty(x.shape, dtype=s.dtype, device=x.device)
-        args, scales = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub)
+        args, scales, _variant = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub,
+                                                 zero_point, op)
         lib.call("vx_quant", q.data_ptr(), scales.data_ptr(), x2.data_ptr(), x2.shape[0], H,
                  x2.stride(0), *args, self._dtype(x, op), stream, op=op)
         return q, scales
 
-    def dynamic_scaled_fp8_quant(self, x: Tensor, fp8_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    def dynamic_scaled_fp8_quant(self, x: Tensor, fp8_dtype: torch.dtype,
+                                 zero_point: Tensor | None = None,
+                                 variant: QuantVariant = DEFAULT_VARIANT) -> tuple[Tensor, Tensor]:
         op = "dynamic_scaled_fp8_quant"
-        lib, stream = self._prepare(op, x)
+        lib, stream = self._prepare(op, x, zero_point)
         fmax = fp8_max(fp8_dtype)
         x2 = _rows(x)
+        s = QuantScheme(fp8_dtype, False, "tensor", variant=variant)
+        kv = kernel_variant(s, zero_point, x2.shape[0], x.shape[-1], op)
         q = torch.empty(x.shape, dtype=fp8_dtype, device=x.device)
-        scale = torch.empty(1, dtype=_F32, device=x.device)
+        scale = torch.empty(1, dtype=_F32, device=x.device)  # the f32 scale the quant reads
+        out = scale if s.variant.scale_dtype == _F32 else torch.empty(
+            1, dtype=s.variant.scale_dtype, device=x.device)
         lib.call("vx_dynamic_scaled_fp8_quant", q.data_ptr(), scale.data_ptr(), x2.data_ptr(),
                  x2.shape[0], x.shape[-1], x2.stride(0), int(fp8_dtype == torch.float8_e4m3fnuz),
-                 fmax, self._dtype(x, op), stream, op=op)
-        return q, scale
+                 fmax, None if kv is None else kv.address(), out.data_ptr(), self._dtype(x, op),
+                 stream, op=op)
+        return q, out
 
     # --- fused ----------------------------------------------------------------------------
 
     def fused(self, op: str, x: Tensor, residual: Tensor | None, weight: Tensor | None,
               epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
               scheme_args: tuple[Any, ...], rounded_sum: bool = False, *,
-              inplace: bool = False, up: Tensor | None = None) -> tuple[Tensor, ...]:
+              inplace: bool = False, up: Tensor | None = None,
+              zero_point: Tensor | None = None) -> tuple[Tensor, ...]:
         s = scheme_of(op, scale, scale_ub, *scheme_args)
-        lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub, up)
+        lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub, up, zero_point)
         x2 = _rows(x)
         is_act = activation_of(op) is not None
         u2, act, H = self._act_rows(op, x, up)[1:] if is_act else (None, 0, x.shape[-1])
@@ -237,7 +252,8 @@ class Kernels:
         if weight is not None and weight.dtype not in (x.dtype, _F32):
             raise ValueError(f"{op}: weight dtype {weight.dtype} is neither x's {x.dtype} nor float32")
         q = torch.empty((*x.shape[:-1], H), dtype=s.dtype, device=x.device)
-        qargs, scales = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub)
+        qargs, scales, _variant = self.quant_args(s, x2.shape[0], H, x, scale, scale_ub,
+                                                  zero_point, op)
         dt = self._dtype(x, op)
         w = None if weight is None else weight.contiguous()
         wdt = self._dtype(w if w is not None else x, op)

@@ -22,7 +22,7 @@ ACTIVATION_CODES = {"silu": 3, "gelu": 4, "gelu_tanh": 5}
 
 _P, _I, _L, _F = c_void_p, c_int, c_int64, c_float
 # The quant-scheme tail shared by the quant launchers (VX_QUANT_ARGS).
-_QUANT = [_P, _P, _I, _I, _F, _L, _L, _L, _I, _F]
+_QUANT = [_P, _P, _I, _I, _F, _L, _L, _L, _I, _F, _P]  # ..., const Variant* (variant.py)
 SIGNATURES: dict[str, list] = {
     "vx_check_device": [],
     "vx_use_device": [_I],
@@ -34,7 +34,7 @@ SIGNATURES: dict[str, list] = {
     "vx_fused_add_rms_norm_quant": [_P, _P, _P, _P, _P, _P, _L, _L, _L, _L, _F, _I, *_QUANT, _I,
                                     _I, _P],
     "vx_act_and_mul_quant": [_P, _P, _P, _P, _L, _L, _L, _L, _I, *_QUANT, _I, _P],
-    "vx_dynamic_scaled_fp8_quant": [_P, _P, _P, _L, _L, _L, _I, _F, _I, _P],
+    "vx_dynamic_scaled_fp8_quant": [_P, _P, _P, _L, _L, _L, _I, _F, _P, _P, _I, _P],
 }
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import torch
 
 from vllm_xdsl.backends.cuda.build import ToolchainMissing, Vendor, find_compiler
+from vllm_xdsl.backends.cuda.variant import variant_args_problem
 from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.ops.impl import TensorMeta
-from vllm_xdsl.ops.quant_variant import variant_problem
 
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
@@ -60,7 +60,7 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     devices = {m.device for m in metas.values()}
     if not devices <= set(DEVICES[vendor]) or len(devices) > 1:
         return f"tensors on {sorted(devices)}; the {vendor} kernels need one {vendor} device"
-    problem = variant_problem(args, vendor)
+    problem = variant_args_problem(op, args, vendor)
     if problem is not None:
         return problem
     x = args["x"]

@@ -24,27 +24,34 @@ from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused import scheme_of
-from vllm_xdsl.ops.quant_variant import default_numerics_only
+from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
 
 def _unfused_scheme(
-    dtype: torch.dtype, static: bool, granularity: Granularity, **kw: Any
+    dtype: torch.dtype, static: bool, granularity: Granularity, variant: str = "", op: str = "",
+    **kw: Any
 ) -> QuantScheme:
-    return QuantScheme(dtype, static, granularity, **kw)
+    """The scheme of an unfused quant op; a bad variant is a ValueError naming the op."""
+    try:
+        return QuantScheme(dtype, static, granularity, variant=parse_variant(variant), **kw)
+    except ValueError as e:
+        raise ValueError(f"{op}: {e}") from None
 
 
 @functools.cache
-def define(vendor: Vendor) -> SimpleNamespace:
-    """Register vendor's custom ops (once) and return them by op name."""
-    k = Kernels(vendor)
+def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
+    """Register vendor's custom ops (once) and return them by op name. With `kernels` (tests:
+    a CPU-emulated build), the same functions calling those kernels, registered nowhere."""
+    k = Kernels(vendor) if kernels is None else kernels
     ns = f"vllm_xdsl_{vendor}"
     ops: dict[str, object] = {}
 
     def op(fake, mutates_args=()):  # noqa: ANN001, ANN202 - decorator factory
         def wrap(fn):  # noqa: ANN001, ANN202
-            ops[fn.__name__] = define_op(ns, fn.__name__, fn, fake, mutates_args=mutates_args)
+            ops[fn.__name__] = fn if kernels is not None else define_op(
+                ns, fn.__name__, fn, fake, mutates_args=mutates_args)
             return ops[fn.__name__]
         return wrap
 
@@ -62,25 +69,25 @@ def define(vendor: Vendor) -> SimpleNamespace:
     def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
                                 fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                                 zero_point: Tensor | None = None, variant: str = "") -> Tensor:
-        default_numerics_only("static_scaled_fp8_quant", zero_point, variant)
-        return k.quant("static_scaled_fp8_quant", x, _unfused_scheme(fp8_dtype, True, "tensor"),
-                       scale, None)[0]
+        name = "static_scaled_fp8_quant"
+        s = _unfused_scheme(fp8_dtype, True, "tensor", variant, name)
+        return k.quant(name, x, s, scale, None, zero_point)[0]
 
     @op(N.dynamic_scaled_fp8_quant)
     def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                                  zero_point: Tensor | None = None, variant: str = ""
                                  ) -> tuple[Tensor, Tensor]:
-        default_numerics_only("dynamic_scaled_fp8_quant", zero_point, variant)
-        return k.dynamic_scaled_fp8_quant(x, fp8_dtype)
+        s = _unfused_scheme(fp8_dtype, False, "tensor", variant, "dynamic_scaled_fp8_quant")
+        return k.dynamic_scaled_fp8_quant(x, fp8_dtype, zero_point, s.variant)
 
     @op(N.dynamic_per_token_scaled_fp8_quant)
     def dynamic_per_token_scaled_fp8_quant(x: Tensor, scale_ub: Tensor | None = None,
                                            fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                                            zero_point: Tensor | None = None, variant: str = ""
                                            ) -> tuple[Tensor, Tensor]:
-        default_numerics_only("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
-        return k.quant("dynamic_per_token_scaled_fp8_quant", x,
-                       _unfused_scheme(fp8_dtype, False, "token"), None, scale_ub)
+        name = "dynamic_per_token_scaled_fp8_quant"
+        s = _unfused_scheme(fp8_dtype, False, "token", variant, name)
+        return k.quant(name, x, s, None, scale_ub, zero_point)
 
     @op(N.per_token_group_fp8_quant)
     def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
@@ -88,25 +95,25 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                   fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                                   zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
-        default_numerics_only("per_token_group_fp8_quant", zero_point, variant)
-        s = _unfused_scheme(fp8_dtype, False, "group", group_size=group_size,
+        name = "per_token_group_fp8_quant"
+        s = _unfused_scheme(fp8_dtype, False, "group", variant, name, group_size=group_size,
                             column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
                             group_eps=eps)
-        return k.quant("per_token_group_fp8_quant", x, s, None, None)
+        return k.quant(name, x, s, None, None, zero_point)
 
     @op(N.static_scaled_int8_quant)
     def static_scaled_int8_quant(x: Tensor, scale: Tensor, zero_point: Tensor | None = None,
                                  variant: str = "") -> Tensor:
-        default_numerics_only("static_scaled_int8_quant", zero_point, variant)
-        return k.quant("static_scaled_int8_quant", x, _unfused_scheme(torch.int8, True, "tensor"),
-                       scale, None)[0]
+        name = "static_scaled_int8_quant"
+        s = _unfused_scheme(torch.int8, True, "tensor", variant, name)
+        return k.quant(name, x, s, scale, None, zero_point)[0]
 
     @op(N.dynamic_per_token_scaled_int8_quant)
     def dynamic_per_token_scaled_int8_quant(x: Tensor, zero_point: Tensor | None = None,
                                             variant: str = "") -> tuple[Tensor, Tensor]:
-        default_numerics_only("dynamic_per_token_scaled_int8_quant", zero_point, variant)
-        return k.quant("dynamic_per_token_scaled_int8_quant", x,
-                       _unfused_scheme(torch.int8, False, "token"), None, None)
+        name = "dynamic_per_token_scaled_int8_quant"
+        s = _unfused_scheme(torch.int8, False, "token", variant, name)
+        return k.quant(name, x, s, None, None, zero_point)
 
     for name in ACTIVATIONS:  # the act-and-mul family: one kernel, the activation a code
         op(ACT_AND_MUL[name])(_act_and_mul(k, name))
@@ -117,9 +124,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
                        granularity: str, group_size: int = 0, column_major_scales: bool = False,
                        use_ue8m0: bool = False, group_eps: float = 1e-10,
                        zero_point: Tensor | None = None, variant: str = "") -> tuple[Tensor, Tensor]:
-        default_numerics_only("rms_norm_quant", zero_point, variant)
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
-        q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args)
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
+                group_eps, variant)
+        q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args,
+                            zero_point=zero_point)
         return q, scales
 
     @op(F.fused_add_rms_norm_quant)
@@ -131,10 +139,11 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                  zero_point: Tensor | None = None, variant: str = "",
                                  rounded_sum: bool = False
                                  ) -> tuple[Tensor, Tensor, Tensor]:
-        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
+                group_eps, variant)
         q, residual_out, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight,
-                                          epsilon, scale, scale_ub, args, rounded_sum)
+                                          epsilon, scale, scale_ub, args, rounded_sum,
+                                          zero_point=zero_point)
         return q, residual_out, scales
 
     for name in FUSED_ACT_OPS:
@@ -168,10 +177,10 @@ def define(vendor: Vendor) -> SimpleNamespace:
                                   zero_point: Tensor | None = None, variant: str = "",
                                   rounded_sum: bool = False
                                   ) -> tuple[Tensor, Tensor]:
-        default_numerics_only("fused_add_rms_norm_quant", zero_point, variant)
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0, group_eps)
+        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
+                group_eps, variant)
         q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
-                               scale_ub, args, rounded_sum, inplace=True)
+                               scale_ub, args, rounded_sum, inplace=True, zero_point=zero_point)
         return q, scales
 
     return SimpleNamespace(**ops)
@@ -192,10 +201,10 @@ def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Ten
                           use_ue8m0: bool = False, group_eps: float = 1e-10,
                           zero_point: Tensor | None = None, variant: str = "",
                           up: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        default_numerics_only(name, zero_point, variant)
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                group_eps)
-        q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, args, up=up)
+                group_eps, variant)
+        q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, args, up=up,
+                            zero_point=zero_point)
         return q, scales
 
     act_and_mul_quant.__name__ = act_and_mul_quant.__qualname__ = name

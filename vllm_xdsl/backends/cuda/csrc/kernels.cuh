@@ -10,9 +10,12 @@
 //  - the row sums (mean of squares, absmax) are reduced in a tree, not sequentially;
 //  - the activations use expf / erff / tanhf (device versions within 2 ulp of the host's) in
 //    torch's formulas, then round to T as F.silu / F.gelu do.
+// A quant variant or zero point (docs/OPS.md "Variants") instantiates row_kernel with VAR =
+// true: the scale and epilogue of variant.cuh. VAR = false is the default numerics, unchanged.
 #pragma once
 #include "compat.h"
 #include "numerics.h"
+#include "variant.cuh"
 
 namespace vx {
 
@@ -101,6 +104,8 @@ struct Params {
   float qmax;
   int vec;                 // 1: rows are 16-byte aligned, use vector loads/stores
   int rounded_sum;         // fused add: the norm reads x + residual rounded to T (residual_out)
+  int has_variant;         // quant schemes: `variant` holds the numerics (row_kernel<..., true>)
+  Variant variant;         // dynamic scales are then stored in variant.scale's dtype
 };
 
 template <class Op> VX_DEV float block_reduce(float v, Op op, float ident) {
@@ -208,12 +213,17 @@ template <typename T, typename W, int PROD> struct RowProducer {
   }
 };
 
-template <int SCHEME, int N> VX_DEV void quant_store(void* out, int64_t off, const float* v,
-                                                     float mul, float div, const Params& p) {
+// VAR: the variant's numerics with scale `div`, its reciprocal `mul` and the row's zero point.
+template <int SCHEME, bool VAR, int N>
+VX_DEV void quant_store(void* out, int64_t off, const float* v, float mul, float div, float zp,
+                        const Params& p) {
   Pack<uint8_t, N> pk;
 #pragma unroll
   for (int k = 0; k < N; ++k) {
-    if constexpr (SCHEME == S_STATIC_I8 || SCHEME == S_TOKEN_I8) {
+    if constexpr (VAR) {
+      constexpr bool kInt8 = SCHEME == S_STATIC_I8 || SCHEME == S_TOKEN_I8;
+      pk.v[k] = variant_code<kInt8>(v[k], div, mul, zp, p.variant, p.qmax, p.fnuz);
+    } else if constexpr (SCHEME == S_STATIC_I8 || SCHEME == S_TOKEN_I8) {
       // A zero per-token scale (all-zero row) gives q = 0, as in the contract.
       const float q = SCHEME == S_TOKEN_I8 && div == 0.f ? 0.f : v[k] / div;
       pk.v[k] = static_cast<uint8_t>(vx_float_to_int8(q));
@@ -240,7 +250,7 @@ template <int SCHEME, int N> VX_DEV void quant_store(void* out, int64_t off, con
     }                                                                          \
   }
 
-template <typename T, typename W, int PROD, int SCHEME>
+template <typename T, typename W, int PROD, int SCHEME, bool VAR = false>
 __global__ void __launch_bounds__(1024) row_kernel(Params p) {
   VX_DYN_SMEM(float, group_scale);  // per-group absmax, then scale (S_GROUP_FP8)
   constexpr int N = 16 / sizeof(T);
@@ -249,9 +259,17 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
   RowProducer<T, W, PROD> prod(p, row);
   prod.template begin<N>();
 
-  float mul = 1.f, div = 1.f;
-  if constexpr (SCHEME == S_STATIC_FP8) mul = 1.0f / p.scale[0];  // x * (1 / scale)
-  if constexpr (SCHEME == S_STATIC_I8) div = p.scale[0];          // x / scale
+  float mul = 1.f, div = 1.f, zp = 0.f;
+  if constexpr (VAR) {
+    if (p.variant.zp != nullptr) zp = zero_point_of(p.variant, row, 0);
+    if constexpr (SCHEME == S_STATIC_FP8 || SCHEME == S_STATIC_I8) {
+      div = p.scale[0];
+      mul = 1.0f / div;
+    }
+  } else {
+    if constexpr (SCHEME == S_STATIC_FP8) mul = 1.0f / p.scale[0];  // x * (1 / scale)
+    if constexpr (SCHEME == S_STATIC_I8) div = p.scale[0];          // x / scale
+  }
   if constexpr (SCHEME == S_TOKEN_FP8 || SCHEME == S_TOKEN_I8) {
     float m = 0.f;
     VX_ROW_LOOP(H, {
@@ -260,14 +278,21 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
       for (int k = 0; k < n; ++k) m = vx_max_nan(m, fabsf(v[k]));
     })
     m = block_reduce(m, Max(), 0.f);
-    if constexpr (SCHEME == S_TOKEN_FP8) {
+    if constexpr (VAR) {
       if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
-      const float min_scale = 1.0f / (p.qmax * 512.0f);
-      div = vx_max_nan(m / p.qmax, min_scale);
+      div = variant_scale(m, p.variant, 0);
+      mul = 1.0f / div;
+      if (threadIdx.x == 0) store_scale(p.scales, row * p.s_stride_t, div, p.variant.scale);
     } else {
-      div = m / 127.0f;
+      if constexpr (SCHEME == S_TOKEN_FP8) {
+        if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
+        const float min_scale = 1.0f / (p.qmax * 512.0f);
+        div = vx_max_nan(m / p.qmax, min_scale);
+      } else {
+        div = m / 127.0f;
+      }
+      if (threadIdx.x == 0) p.scales[row * p.s_stride_t] = div;
     }
-    if (threadIdx.x == 0) p.scales[row * p.s_stride_t] = div;
   }
   if constexpr (SCHEME == S_GROUP_FP8) {
     const int64_t G = H / p.group_size;
@@ -284,11 +309,18 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
     })
     __syncthreads();
     for (int64_t g = threadIdx.x; g < G; g += blockDim.x) {
-      float s = vx_max_nan(group_scale[g], p.group_eps) / p.qmax;
-      // Same formula as the contract (not an exact bit trick), so both round alike.
-      if (p.ue8m0) s = exp2f(ceilf(log2f(s)));
-      group_scale[g] = s;
-      p.scales[row * p.s_stride_t + g * p.s_stride_g] = s;
+      const int64_t at = row * p.s_stride_t + g * p.s_stride_g;
+      if constexpr (VAR) {
+        const float s = variant_scale(group_scale[g], p.variant, p.ue8m0);
+        group_scale[g] = s;
+        store_scale(p.scales, at, s, p.variant.scale);
+      } else {
+        float s = vx_max_nan(group_scale[g], p.group_eps) / p.qmax;
+        // Same formula as the contract (not an exact bit trick), so both round alike.
+        if (p.ue8m0) s = exp2f(ceilf(log2f(s)));
+        group_scale[g] = s;
+        p.scales[at] = s;
+      }
     }
     __syncthreads();
   }
@@ -299,8 +331,14 @@ __global__ void __launch_bounds__(1024) row_kernel(Params p) {
     if constexpr (SCHEME == S_NONE) {
       store<T, n>(static_cast<T*>(p.out) + row * p.out_stride + i, v);
     } else {
-      if constexpr (SCHEME == S_GROUP_FP8) div = group_scale[i / p.group_size];
-      quant_store<SCHEME, n>(p.out, row * H + i, v, mul, div, p);
+      if constexpr (SCHEME == S_GROUP_FP8) {
+        div = group_scale[i / p.group_size];
+        if constexpr (VAR) {
+          mul = 1.0f / div;
+          if (p.variant.zp_group_stride) zp = zero_point_of(p.variant, row, i / p.group_size);
+        }
+      }
+      quant_store<SCHEME, VAR, n>(p.out, row * H + i, v, mul, div, zp, p);
     }
   })
 }

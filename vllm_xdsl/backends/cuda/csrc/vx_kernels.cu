@@ -53,7 +53,7 @@ static int can_vectorize(const Params& p, int dtype, int scheme, int prod) {
   return ok ? 1 : 0;
 }
 
-template <typename T, typename W, int PROD, int SCHEME>
+template <typename T, typename W, int PROD, int SCHEME, bool VAR>
 static int launch(Params p, vxStream_t stream) {
   constexpr int N = 16 / sizeof(T);
   if (p.rows == 0) return 0;
@@ -63,31 +63,38 @@ static int launch(Params p, vxStream_t stream) {
     smem = static_cast<size_t>(p.hidden / p.group_size) * sizeof(float);
     if (smem > 48 * 1024) return fail("too many groups per row (%s%lld)", "", p.hidden / p.group_size);
   }
-  auto* kernel = &row_kernel<T, W, PROD, SCHEME>;
+  auto* kernel = &row_kernel<T, W, PROD, SCHEME, VAR>;
   VX_LAUNCH(kernel, dim3(static_cast<unsigned>(p.rows)), dim3(threads), smem, stream, p);
   const vxError_t e = vxGetLastError();
   return e == vxSuccess ? 0 : fail("kernel launch failed: %s", vxGetErrorString(e));
 }
 
-template <typename T, int PROD, int SCHEME>
+template <typename T, int PROD, int SCHEME, bool VAR>
 static int launch_w(Params p, int wdtype, int dtype, vxStream_t stream) {
-  if (p.weight == nullptr || wdtype == dtype) return launch<T, T, PROD, SCHEME>(p, stream);
+  if (p.weight == nullptr || wdtype == dtype) return launch<T, T, PROD, SCHEME, VAR>(p, stream);
   if constexpr ((PROD == P_RMS_NORM || PROD == P_ADD_RMS_NORM) && !std::is_same<T, float>::value) {
     // Gemma-style float32 weight on f16/bf16 x, unfused or followed by any quant.
-    if (wdtype == D_F32) return launch<T, float, PROD, SCHEME>(p, stream);
+    if (wdtype == D_F32) return launch<T, float, PROD, SCHEME, VAR>(p, stream);
   }
   return fail("unsupported weight dtype code %s%lld for this activation dtype", "", wdtype);
 }
 
-template <int PROD, int SCHEME>
+template <int PROD, int SCHEME, bool VAR = false>
 static int launch_dtype(Params p, int dtype, int wdtype, vxStream_t stream) {
   p.vec = can_vectorize(p, dtype, SCHEME, PROD);
   switch (dtype) {
-    case D_F32: return launch_w<float, PROD, SCHEME>(p, wdtype, dtype, stream);
-    case D_F16: return launch_w<f16_t, PROD, SCHEME>(p, wdtype, dtype, stream);
-    case D_BF16: return launch_w<bf16_t, PROD, SCHEME>(p, wdtype, dtype, stream);
+    case D_F32: return launch_w<float, PROD, SCHEME, VAR>(p, wdtype, dtype, stream);
+    case D_F16: return launch_w<f16_t, PROD, SCHEME, VAR>(p, wdtype, dtype, stream);
+    case D_BF16: return launch_w<bf16_t, PROD, SCHEME, VAR>(p, wdtype, dtype, stream);
     default: return fail("unsupported activation dtype code %s%lld", "", dtype);
   }
+}
+
+// A quant scheme: the default numerics, or (has_variant) the variant's epilogue.
+template <int PROD, int SCHEME>
+static int launch_quant(Params p, int dtype, int wdtype, vxStream_t stream) {
+  if (p.has_variant) return launch_dtype<PROD, SCHEME, true>(p, dtype, wdtype, stream);
+  return launch_dtype<PROD, SCHEME, false>(p, dtype, wdtype, stream);
 }
 
 template <int PROD>
@@ -95,14 +102,14 @@ static int launch_scheme(Params p, int scheme, int dtype, int wdtype, vxStream_t
   if (check_device()) return 1;
   switch (scheme) {
     case S_NONE: return launch_dtype<PROD, S_NONE>(p, dtype, wdtype, stream);
-    case S_STATIC_FP8: return launch_dtype<PROD, S_STATIC_FP8>(p, dtype, wdtype, stream);
-    case S_STATIC_I8: return launch_dtype<PROD, S_STATIC_I8>(p, dtype, wdtype, stream);
-    case S_TOKEN_FP8: return launch_dtype<PROD, S_TOKEN_FP8>(p, dtype, wdtype, stream);
-    case S_TOKEN_I8: return launch_dtype<PROD, S_TOKEN_I8>(p, dtype, wdtype, stream);
+    case S_STATIC_FP8: return launch_quant<PROD, S_STATIC_FP8>(p, dtype, wdtype, stream);
+    case S_STATIC_I8: return launch_quant<PROD, S_STATIC_I8>(p, dtype, wdtype, stream);
+    case S_TOKEN_FP8: return launch_quant<PROD, S_TOKEN_FP8>(p, dtype, wdtype, stream);
+    case S_TOKEN_I8: return launch_quant<PROD, S_TOKEN_I8>(p, dtype, wdtype, stream);
     case S_GROUP_FP8:
       if (p.group_size <= 0 || p.hidden % p.group_size != 0)
         return fail("group_size %s%lld must divide the hidden size", "", p.group_size);
-      return launch_dtype<PROD, S_GROUP_FP8>(p, dtype, wdtype, stream);
+      return launch_quant<PROD, S_GROUP_FP8>(p, dtype, wdtype, stream);
     default: return fail("unknown quant scheme code %s%lld", "", scheme);
   }
 }
@@ -118,8 +125,12 @@ static int launch_act(Params p, int act, int scheme, int dtype, vxStream_t strea
 
 static Params quant_params(void* q, float* scales, const float* scale, const float* scale_ub,
                            int fnuz, int64_t group_size, int64_t s_stride_t, int64_t s_stride_g,
-                           int ue8m0, float group_eps, float qmax) {
+                           int ue8m0, float group_eps, float qmax, const Variant* variant) {
   Params p = {};
+  if (variant != nullptr) {
+    p.has_variant = 1;
+    p.variant = *variant;
+  }
   p.out = q;
   p.scales = scales;
   p.scale = scale;
@@ -136,9 +147,11 @@ static Params quant_params(void* q, float* scales, const float* scale, const flo
 
 #define VX_QUANT_ARGS                                                                      \
   const float *scale, const float *scale_ub, int scheme, int fnuz, float qmax,             \
-      int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0, float group_eps
-#define VX_QUANT_PARAMS(q, scales) \
-  quant_params(q, scales, scale, scale_ub, fnuz, group_size, s_stride_t, s_stride_g, ue8m0, group_eps, qmax)
+      int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0, float group_eps, \
+      const Variant *variant
+#define VX_QUANT_PARAMS(q, scales)                                                          \
+  quant_params(q, scales, scale, scale_ub, fnuz, group_size, s_stride_t, s_stride_g, ue8m0, \
+               group_eps, qmax, variant)
 
 extern "C" {
 
@@ -225,13 +238,16 @@ int vx_act_and_mul_quant(void* q, float* scales, const void* x, const void* up, 
 }
 
 // Dynamic per-tensor fp8: absmax over all rows into `scale`, the scale formula, then static quant.
+// With a variant (null: the default numerics), its scale formula and epilogue; the scale is
+// also stored in the variant's scale dtype at `scale_out`.
 int vx_dynamic_scaled_fp8_quant(void* q, float* scale, const void* x, int64_t rows, int64_t hidden,
-                                int64_t x_stride, int fnuz, float qmax, int dtype, void* stream) {
+                                int64_t x_stride, int fnuz, float qmax, const Variant* variant,
+                                float* scale_out, int dtype, void* stream) {
   if (check_device()) return 1;
   const vxStream_t s = static_cast<vxStream_t>(stream);
   vxError_t e = vxMemsetAsync(scale, 0, sizeof(float), s);
   if (e != vxSuccess) return fail("memset failed: %s", vxGetErrorString(e));
-  Params p = quant_params(q, nullptr, scale, nullptr, fnuz, 0, 0, 0, 0, 0.f, qmax);
+  Params p = quant_params(q, nullptr, scale, nullptr, fnuz, 0, 0, 0, 0, 0.f, qmax, variant);
   p.x = x; p.rows = rows; p.hidden = hidden; p.x_stride = x_stride;
   p.vec = can_vectorize(p, dtype, S_STATIC_FP8, P_IDENTITY);
   const int threads = block_threads(p.vec ? hidden / (16 / elem_size(dtype)) : hidden);
@@ -244,8 +260,13 @@ int vx_dynamic_scaled_fp8_quant(void* q, float* scale, const void* x, int64_t ro
       default: return fail("unsupported activation dtype code %s%lld", "", dtype);
     }
   }
-  auto* finish = &finish_tensor_scale;
-  VX_LAUNCH(finish, 1, 1, 0, s, scale, qmax);
+  if (variant != nullptr) {
+    auto* finish = &finish_tensor_scale_variant;
+    VX_LAUNCH(finish, 1, 1, 0, s, scale, scale_out, *variant);
+  } else {
+    auto* finish = &finish_tensor_scale;
+    VX_LAUNCH(finish, 1, 1, 0, s, scale, qmax);
+  }
   e = vxGetLastError();
   if (e != vxSuccess) return fail("kernel launch failed: %s", vxGetErrorString(e));
   return launch_scheme<P_IDENTITY>(p, S_STATIC_FP8, dtype, dtype, s);
