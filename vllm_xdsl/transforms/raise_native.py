@@ -66,8 +66,10 @@ from xdsl.pattern_rewriter import (
 )
 
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
+from vllm_xdsl.transforms.raise_match import memoized_casts
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
+from vllm_xdsl.transforms.raise_route import RoutedPatterns
 from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
 
 
@@ -106,5 +108,7 @@ class RaiseNativePass(ModulePass):
         patterns: list[RewritePattern] = [
             p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
-        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
+        routed = RoutedPatterns(patterns)
+        with memoized_casts():
+            PatternRewriteWalker(GreedyRewritePatternApplier([routed])).rewrite_module(op)
         erase_dead_calls(op)
