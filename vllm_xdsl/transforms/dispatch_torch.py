@@ -9,6 +9,7 @@ or, by default, from the first tensor argument.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,20 @@ class Enum(str):
 
 def literal(value: Any) -> Attribute:
     """The torch-dialect attribute of a Python argument value."""
+    if isinstance(value, bool | int | str | torch.dtype) or value is None:
+        return _scalar_literal(type(value), value)  # not floats: -0.0 == 0.0 as a key
+    return _literal(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar_literal(kind: type, value: Any) -> Attribute:
+    """`literal` of a hashable non-float scalar, built once: attributes are immutable and
+    the same few (dims, dtypes, flags) recur in every decomposition. `kind` keeps 1 and
+    True apart."""
+    return _literal(value)
+
+
+def _literal(value: Any) -> Attribute:
     if value is None:
         return NoneAttr()
     if isinstance(value, bool):  # before int: bool is an int
@@ -74,6 +89,16 @@ def broadcast(a: Shape, b: Shape) -> Shape:
     return tuple(reversed(out))
 
 
+@functools.cache
+def _operand_ref(index: int) -> OperandRefAttr:
+    return OperandRefAttr(IntAttr(index))  # immutable: one per index
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type(dtype: torch.dtype, shape: Shape) -> TensorType:
+    return tensor_type(dtype, shape)  # immutable: build each type once (as the importer)
+
+
 class TorchBuilder:
     """Collects `torch.call` ops computing a decomposition, with their result types."""
 
@@ -98,7 +123,7 @@ class TorchBuilder:
         def arg(v: Any) -> Attribute:
             if isinstance(v, SSAValue):
                 inputs.append(v)
-                return OperandRefAttr(IntAttr(len(inputs) - 1))
+                return _operand_ref(len(inputs) - 1)
             if isinstance(v, list | tuple):
                 return ArrayAttr([arg(x) for x in v])
             return literal(v)
@@ -113,7 +138,7 @@ class TorchBuilder:
                     shape = broadcast(shape, s)
             if dtype is None:
                 dtype = tensors[0][0]
-            results = [tensor_type(dtype, shape)]
+            results = [_tensor_type(dtype, tuple(shape))]
         op = CallOp(target, inputs, arg_attrs, list(results), kw_attrs or None)
         self.ops.append(op)
         return op.results[0]

@@ -69,7 +69,7 @@ def call_of(value: SSAValue | None, *targets: str) -> CallOp | None:
 def literal(attr: Attribute, op: CallOp) -> Any:
     """A template attribute as a Python value; `#torch.operand<i>` gives the SSA operand."""
     if isinstance(attr, OperandRefAttr):
-        return op.inputs[attr.index.data]
+        return op.operands[attr.index.data]  # = op.inputs (its only operands), read cheaper
     if isinstance(attr, IntegerAttr):
         width = attr.type.width.data if isinstance(attr.type, IntegerType) else 64
         return bool(attr.value.data) if width == 1 else attr.value.data
@@ -170,7 +170,7 @@ def cast_of(value: SSAValue | None) -> tuple[SSAValue, torch.dtype] | None:
         spec = _cast_spec(op, value)
     elif (spec := _CAST_MEMO.get(value, MISSING)) is MISSING:
         spec = _CAST_MEMO[value] = _cast_spec(op, value)
-    return None if spec is None else (op.inputs[spec[0]], spec[1])
+    return None if spec is None else (op.operands[spec[0]], spec[1])
 
 
 def _cast_spec(op: CallOp, value: SSAValue) -> tuple[int, torch.dtype] | None:
