@@ -40,12 +40,13 @@ class Enum(str):
 def literal(value: Any) -> Attribute:
     """The torch-dialect attribute of a Python argument value."""
     if isinstance(value, bool | int | str | torch.dtype) or value is None:
-        return _scalar_literal(type(value), value)  # not floats: -0.0 == 0.0 as a key
+        kind: object = type(value)
+        return _scalar_literal(kind, value)  # not floats: -0.0 == 0.0 as a key
     return _literal(value)
 
 
 @functools.lru_cache(maxsize=4096)
-def _scalar_literal(kind: type, value: Any) -> Attribute:
+def _scalar_literal(kind: object, value: Any) -> Attribute:
     """`literal` of a hashable non-float scalar, built once: attributes are immutable and
     the same few (dims, dtypes, flags) recur in every decomposition. `kind` keeps 1 and
     True apart."""
