@@ -59,11 +59,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriteWalker,
-    RewritePattern,
-)
+from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
 
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_match import memoized_casts
@@ -108,7 +104,6 @@ class RaiseNativePass(ModulePass):
         patterns: list[RewritePattern] = [
             p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
-        routed = RoutedPatterns(patterns)
         with memoized_casts():
-            PatternRewriteWalker(GreedyRewritePatternApplier([routed])).rewrite_module(op)
+            PatternRewriteWalker(RoutedPatterns(patterns)).rewrite_module(op)
         erase_dead_calls(op)

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from vllm_xdsl.dialects.torch import CallOp
 
@@ -35,8 +36,10 @@ class RoutedPattern(RewritePattern):
 
 @dataclass
 class RoutedPatterns(RewritePattern):
-    """`patterns` in order until one rewrites, each tried on the ops it admits (a pattern
-    that is no RoutedPattern on every op). The lists are cached per op type and target."""
+    """GreedyRewritePatternApplier(patterns) (a trivially dead op is erased, else the
+    patterns in order until one rewrites), each pattern tried only on the ops it admits (a
+    pattern that is no RoutedPattern on every op). The lists are cached per op type and
+    target."""
 
     patterns: Sequence[RewritePattern]
     _cache: dict[tuple[type[Operation], str | None], list[RewritePattern]] = field(
@@ -53,6 +56,9 @@ class RoutedPatterns(RewritePattern):
         return found
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if is_trivially_dead(op):  # as GreedyRewritePatternApplier (dce), one call less per op
+            rewriter.erase(op)
+            return
         for pattern in self._candidates(op):
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
