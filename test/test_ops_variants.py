@@ -349,16 +349,16 @@ def test_triton_supports_args_takes_every_variant_field() -> None:
         "quant variant 'scale f8': scale dtype must be f32, bf16 or f16")
     assert check(token, scale_ub=None, zero_point=TensorMeta(BF16, (1,), "cuda"), variant="") \
         is True
-    # A zero point per group (compressed-tensors' FP8_BLOCK): the kernels add one per row.
+    # A zero point per group (compressed-tensors' FP8_BLOCK), unfused and fused
+    # (test_triton_group_zero_points.py runs them).
     group = {"group_size": 32, "column_major_scales": False, "use_ue8m0": False, "eps": 1e-10}
-    why = "the triton kernels have no per-group zero point (one per tensor or row only)"
     assert check("per_token_group_fp8_quant", **group, zero_point=TensorMeta(BF16, (7, 2), "cuda"),
-                 variant=CT_TOKEN) == why
+                 variant=CT_TOKEN) is True
     assert check("per_token_group_fp8_quant", **group, zero_point=None, variant=CT_TOKEN) is True
     assert check("rms_norm_quant", weight=None, epsilon=1e-6, scale=None, scale_ub=None,
                  quant_dtype=E4M3, static=False, granularity="group", group_size=32,
                  column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
-                 zero_point=TensorMeta(BF16, (7, 2), "cuda"), variant=CT_TOKEN) == why
+                 zero_point=TensorMeta(BF16, (7, 2), "cuda"), variant=CT_TOKEN) is True
 
 
 TRITON_VARIANTS = ["div", "recip", "div quotient bf16", "quotient f16", "recip quotient bf16"]

@@ -134,16 +134,25 @@ def test_compressed_tensors_presets(preset: str, op: str, provider: str, tmp_pat
         assert report.count("-> triton") == 14, report
 
 
-def test_compressed_tensors_fp8_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("provider", ["native", "triton"])
+def test_compressed_tensors_fp8_block(provider: str, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """FP8_BLOCK quantizes activations per token group of 128 (dynamic, bf16 scales, a zero
     point per group): compressed-tensors reduces `x.unflatten(-1, (G, 128))` with
     keepdim=False and divides by `scale.unsqueeze(-1)`; raised as per_token_group_fp8_quant
     with the FP8_DYNAMIC variant and a per-group zero point. Hidden 128 (one group) and
-    intermediate 256 (two groups: down_proj, fused with the SiLU-and-mul)."""
+    intermediate 256 (two groups: down_proj, fused with the SiLU-and-mul). `triton`: every
+    quant and fused quant runs as a Triton kernel (interpreted), zero points per group."""
+    if provider == "triton":
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     model, sites = _ct_llama("FP8_BLOCK", hidden=128, intermediate=256)
     assert sites == 14
     ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
-    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch)
+    priority = None if provider == "native" else ";".join(
+        f"{name}=triton!" for name in ("per_token_group_fp8_quant", "rms_norm_quant",
+                                        "fused_add_rms_norm_quant", "silu_and_mul_quant"))
+    raised, fused, same = _compiled_ops(model, (ids,), tmp_path, monkeypatch, priority)
     op = "vllm.per_token_group_fp8_quant"
     assert raised == {op: sites, "vllm.rms_norm": 1, "vllm.fused_add_rms_norm": 4,
                       "vllm.silu_and_mul": 2}, raised
@@ -155,6 +164,9 @@ def test_compressed_tensors_fp8_block(tmp_path: Path, monkeypatch: pytest.Monkey
     # Nothing of compressed-tensors' scale computation is left: the dequant reads the op's.
     assert "aten::amax" not in text and "aten::amin" not in text
     assert same
+    if provider == "triton":
+        report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))
+        assert report.count("-> triton") == 14, report
 
 
 class CTGroupQuant(torch.nn.Module):

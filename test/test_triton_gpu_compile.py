@@ -54,7 +54,8 @@ def compile_all() -> int:
         triton = next(i for i in ops.registry.implementations(op, "triton"))
         grid = [c for c in cases(op, False, "cpu")
                 if not triton.rejects(_on_gpu(meta_args(op, c.args, c.kwargs)))]
-        launches = record_launches(lambda op=op, grid=grid: [FUNCTIONS[op](*c.args, **c.kwargs) for c in grid])
+        launches = record_launches(lambda op=op, grid=grid: [FUNCTIONS[op](*c.args, **c.kwargs) for c in grid]
+                                   + [FUNCTIONS[op](*a, **k) for a, k in _beyond_the_grid(op)])
         variants = list(launches.items())
         variants += [(replace(spec, hw_casts=True), call) for spec, call in launches.items()
                      if _hw_applies(spec)]
@@ -75,6 +76,22 @@ def compile_all() -> int:
         failures += problem is not None or not launches
         print(f"{op}: {problem or f'{compiled} kernel compilations ok'}", flush=True)
     return failures
+
+
+def _beyond_the_grid(op: str) -> list[tuple[tuple, dict[str, Any]]]:
+    """Calls whose kernels the grid lacks: a zero point per group ([T, G] with G > 1; the
+    grid's rows are one group), unfused and fused, as compressed-tensors' FP8_BLOCK has it."""
+    x, zp = torch.randn(3, 256, dtype=torch.bfloat16), torch.ones(3, 2, dtype=torch.bfloat16)
+    variant = f"quotient bf16 scale bf16 zero_eps {torch.finfo(torch.bfloat16).eps}"
+    fused = (None, None, torch.float8_e4m3fn, False, "group", 128, False, False, 1e-10, zp,
+             variant)
+    return {
+        "per_token_group_fp8_quant": [((x, 128, False, False, 1e-10, torch.float8_e4m3fn, zp,
+                                        variant), {})],
+        "rms_norm_quant": [((x, None, 1e-6, *fused), {})],
+        "fused_add_rms_norm_quant": [((x, x, None, 1e-6, *fused), {})],
+        "silu_and_mul_quant": [((torch.randn(3, 512, dtype=torch.bfloat16), *fused), {})],
+    }.get(op, [])
 
 
 def _hw_applies(spec: KernelSpec) -> bool:

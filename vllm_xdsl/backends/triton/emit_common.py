@@ -170,7 +170,8 @@ def scheme_text(s: QuantScheme) -> str:
 def quant_params(scheme: QuantScheme, has_scale_ub: bool, fused: bool,
                  zero_point: str | None = None) -> list[str]:
     """Kernel parameters of the quant epilogue (after q_ptr, q_row_stride)."""
-    zp = {None: [], "tensor": ["zp_ptr"], "token": ["zp_ptr", "zp_row_stride"]}[zero_point]
+    zp = {None: [], "tensor": ["zp_ptr"], "token": ["zp_ptr", "zp_row_stride"],
+          "group": ["zp_ptr", "zp_row_stride", "zp_group_stride"]}[zero_point]
     return _scale_params(scheme, has_scale_ub, fused) + zp
 
 
@@ -354,7 +355,12 @@ def quant_epilogue(
     qd = scheme.variant.quotient_dtype
     if qd != torch.float32:  # the quotient variant: rounded before the clamp (OPS.md)
         k.add(f"q = {round_to('q', qd, hw)}")
-    if zero_point is not None:  # added in the quotient dtype, as zp.to(qd) holds it
+    if zero_point == "group":  # one per group of this tile (`groups`), onto its columns
+        at = "zp_ptr + row * zp_row_stride + groups * zp_group_stride"
+        valid = f"groups < {n} // {scheme.group_size}"
+        zp = round_to(f"tl.load({at}, mask={valid}).to(tl.float32)", qd, hw)
+        k.add(f"zp = {zp}", f"q = {round_to('q + zp[:, None]', qd, hw)}")
+    elif zero_point is not None:  # added in the quotient dtype, as zp.to(qd) holds it
         at = "zp_ptr" if zero_point == "tensor" else "zp_ptr + row * zp_row_stride"
         zp = round_to(f"tl.load({at}).to(tl.float32)", qd, hw)
         k.add(f"q = {round_to(f'q + {zp}', qd, hw)}")

@@ -27,6 +27,7 @@ from vllm_xdsl.dialects.vllm import (
     SemanticSignature,
     has_rounded_sum,
 )
+from vllm_xdsl.ops.scheme import QuantScheme
 
 DIALECT = "triton"
 
@@ -68,16 +69,20 @@ def spec_of_op(op: Operation) -> KernelSpec:
         has_up=has_up,
         block_size=block,
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),
-        zero_point=_zero_point_kind(getattr(op, "zero_point", None)),
+        zero_point=_zero_point_kind(getattr(op, "zero_point", None), scheme, width),
         rounded_sum=has_rounded_sum(op),
     )
 
 
-def _zero_point_kind(zp: SSAValue | None) -> str | None:
-    """As launch._zero_point_kind, from the operand's type: one value or one per row."""
+def _zero_point_kind(zp: SSAValue | None, scheme: QuantScheme | None, width: int) -> str | None:
+    """As launch._zero_point_kind, from the operand's type: one value, one per row or (the
+    verifier's [..., G] of a per-group scheme) one per group."""
     if zp is None or not isinstance(zp.type, TensorType):
         return None
-    return "tensor" if static_shape(zp.type) in ((), (1,)) else "token"
+    if static_shape(zp.type) in ((), (1,)):
+        return "tensor"
+    group = scheme is not None and scheme.granularity == "group" and width // scheme.group_size > 1
+    return "group" if group else "token"
 
 
 def module_specs(module: ModuleOp) -> list[tuple[KernelSpec, list[Operation]]]:

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
-from vllm_xdsl.backends.triton.spec import variant_fields, zero_point_problem
+from vllm_xdsl.backends.triton.spec import variant_fields
 from vllm_xdsl.ops.quant_variant import (
     DEFAULT_VARIANT,
     QuantVariant,
@@ -31,8 +31,7 @@ def _variant(op: str, zero_point: Tensor | None, variant: str, **scheme: object)
     if not variant and zero_point is None:
         return DEFAULT_VARIANT
     args = {"variant": variant, "zero_point": zero_point, **scheme}
-    problem = zero_point_problem(op, args) or variant_problem_beyond(
-        args, "triton", variant_fields(op, args))
+    problem = variant_problem_beyond(args, "triton", variant_fields(op, args))
     if problem is not None:
         raise ValueError(f"{op}: {problem}")
     return parse_variant(variant)

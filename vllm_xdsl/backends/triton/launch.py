@@ -135,23 +135,39 @@ def _spec(
         has_scale_ub,
         uses_hw_casts(x.device),
         has_up,
-        _zero_point_kind(zero_point),
+        _zero_point_kind(op, zero_point, scheme, x.shape[:-1].numel(), width),
         rounded_sum,
     )
 
 
-def _zero_point_kind(zero_point: Tensor | None) -> str | None:
-    """None, "tensor" (one value) or "token" (one per row)."""
+def _zero_point_kind(op: str, zero_point: Tensor | None, scheme: QuantScheme | None, rows: int,
+                     width: int) -> str | None:
+    """None, "tensor" (one value), "token" (one per row, [..., 1]) or "group" (per-group
+    schemes: one per group, [..., G]); ValueError for any other shape."""
     if zero_point is None:
         return None
-    return "tensor" if zero_point.numel() == 1 and zero_point.dim() <= 1 else "token"
+    if zero_point.numel() == 1:  # [], [1] or [1, 1]: the native broadcasts it over x
+        return "tensor"
+    group = scheme is not None and scheme.granularity == "group"
+    groups = width // scheme.group_size if scheme is not None and group else 1
+    if zero_point.numel() == rows and zero_point.shape[-1] == 1:
+        return "token"
+    if groups > 1 and zero_point.numel() == rows * groups and zero_point.shape[-1] == groups:
+        return "group"
+    per_group = f", nor one per group ({groups} a row)" if group else ""
+    raise ValueError(f"{op}: zero_point of shape {tuple(zero_point.shape)} is neither one "
+                     f"value, nor one per row ({rows} rows){per_group}")
 
 
-def _zero_point_args(zero_point: Tensor | None) -> list:
+def _zero_point_args(kind: str | None, zero_point: Tensor | None) -> list:
+    """Kernel arguments of a zero point of `kind` (emit_common.quant_params)."""
     if zero_point is None:
         return []
-    if _zero_point_kind(zero_point) == "tensor":
+    if kind == "tensor":
         return [zero_point.reshape(1)]
+    if kind == "group":
+        groups = zero_point.reshape(-1, zero_point.shape[-1])
+        return [groups, groups.stride(0), groups.stride(1)]
     rows = zero_point.reshape(-1, 1)
     return [rows, rows.stride(0)]
 
@@ -299,7 +315,7 @@ def norm(
     if scheme is not None:
         scales = _alloc_scales(scheme, tokens, hidden, x.device)
         args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
-        args += _zero_point_args(zero_point)
+        args += _zero_point_args(spec.zero_point, zero_point)
         if tokens == 0 and scheme.static:
             assert scale is not None  # a static scheme has one (scheme_of checks)
             scales.copy_(scale.to(_F32).reshape(1))
@@ -344,7 +360,7 @@ def quant(
         _kernel_view(q),
         hidden,
         *_quant_args(scheme, scales, scale, scale_ub, False, amax),
-        *_zero_point_args(zero_point),
+        *_zero_point_args(spec.zero_point, zero_point),
     ]
     _launch(spec, tokens, *args, hidden, prologue=prologue)
     return q, scales
@@ -390,7 +406,7 @@ def act(
         return (out,)
     scales = _alloc_scales(scheme, tokens, d, x.device)
     args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
-    args += _zero_point_args(zero_point)
+    args += _zero_point_args(spec.zero_point, zero_point)
     if tokens == 0 and scheme.static:
         assert scale is not None  # a static scheme has one (scheme_of checks)
         scales.copy_(scale.to(_F32).reshape(1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vllm_xdsl.backends.triton.spec import ACT_DTYPES, variant_fields, zero_point_problem
+from vllm_xdsl.backends.triton.spec import ACT_DTYPES, variant_fields
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
 from vllm_xdsl.ops.impl import TensorMeta
 from vllm_xdsl.ops.quant_variant import variant_problem_beyond
@@ -94,7 +94,7 @@ def _group_problem(granularity: str, group_size: int) -> str | None:
 def supports_args(op: str, **args: Any) -> bool | str:
     """Whether the Triton kernel of `op` runs these arguments (tensors as TensorMeta)."""
     metas = [v for v in args.values() if isinstance(v, TensorMeta)]
-    problem = (_device_problem(metas) or zero_point_problem(op, args)
+    problem = (_device_problem(metas)
                or variant_problem_beyond(args, "triton", variant_fields(op, args)))
     x = args["x"]
     halves = activation_of(op) is not None and args.get("up") is None  # x = [gate | up]

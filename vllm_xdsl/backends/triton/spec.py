@@ -18,7 +18,8 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 | `num_warps`     | warps per program                          | backend choice                     |
 | `hw_casts`      | round to bf16 / e4m3fn with the GPU's      | launch choice (the device)         |
 |                 | conversions instead of f32 bit arithmetic  |                                    |
-| `zero_point`    | None, "tensor" or "token": a zero point    | the `zero_point` operand's shape   |
+| `zero_point`    | None, "tensor", "token" or "group" (per-   | the `zero_point` operand's shape   |
+|                 | group schemes): a zero point               |                                    |
 | `rounded_sum`   | fused add: the norm reads x + residual     | `rounded_sum` unit property        |
 |                 | rounded to dtype (else the f32 sum)        |                                    |
 
@@ -180,9 +181,10 @@ class KernelSpec:
                 return "dynamic per-tensor quant needs a global reduction; it is unfused only"
         if self.has_up and family != "act":
             return "a separate up operand belongs to the act-and-mul ops"
-        if self.zero_point not in (None, "tensor", "token") or (
-                self.zero_point is not None and (s is None or s.granularity == "group")):
-            return "a zero point is per tensor or per token, of a quant"
+        zp = self.zero_point
+        if zp not in (None, "tensor", "token", "group") or (zp is not None and s is None) or (
+                zp == "group" and (s is None or s.granularity != "group")):
+            return "a zero point is per tensor, per token or (per-group schemes) per group, of a quant"
         if self.has_scale_ub and (s is None or not s.is_fp8 or s.granularity != "token"):
             return "scale_ub belongs to dynamic per-token fp8 quant only"
         if s is not None and s.granularity == "group":
@@ -253,11 +255,3 @@ def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
         args.get("static") is False and args.get("granularity") in ("token", "group"))
     return EPILOGUE_FIELDS + SCALE_FIELDS if dynamic else EPILOGUE_FIELDS
 
-
-def zero_point_problem(op: str, args: dict[str, Any]) -> str | None:
-    """The kernels add one zero point per tensor or per row: a per-group scheme's zero
-    point (compressed-tensors' FP8_BLOCK activations) is rejected by name."""
-    group = op == "per_token_group_fp8_quant" or args.get("granularity") == "group"
-    if group and args.get("zero_point") is not None:
-        return "the triton kernels have no per-group zero point (one per tensor or row only)"
-    return None
