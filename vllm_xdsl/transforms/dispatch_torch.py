@@ -9,12 +9,14 @@ or, by default, from the first tensor argument.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DictionaryAttr,
     FloatAttr,
     IntAttr,
     IntegerAttr,
@@ -38,6 +40,21 @@ class Enum(str):
 
 def literal(value: Any) -> Attribute:
     """The torch-dialect attribute of a Python argument value."""
+    if isinstance(value, bool | int | str | torch.dtype) or value is None:
+        kind: object = type(value)
+        return _scalar_literal(kind, value)  # not floats: -0.0 == 0.0 as a key
+    return _literal(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar_literal(kind: object, value: Any) -> Attribute:
+    """`literal` of a hashable non-float scalar, built once: attributes are immutable and
+    the same few (dims, dtypes, flags) recur in every decomposition. `kind` keeps 1 and
+    True apart."""
+    return _literal(value)
+
+
+def _literal(value: Any) -> Attribute:
     if value is None:
         return NoneAttr()
     if isinstance(value, bool):  # before int: bool is an int
@@ -74,6 +91,21 @@ def broadcast(a: Shape, b: Shape) -> Shape:
     return tuple(reversed(out))
 
 
+@functools.cache
+def _operand_ref(index: int) -> OperandRefAttr:
+    return OperandRefAttr(IntAttr(index))  # immutable: one per index
+
+
+@functools.lru_cache(maxsize=1024)
+def _target(name: str) -> StringAttr:
+    return StringAttr(name)  # immutable: one per overload name
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type(dtype: torch.dtype, shape: Shape) -> TensorType:
+    return tensor_type(dtype, shape)  # immutable: build each type once (as the importer)
+
+
 class TorchBuilder:
     """Collects `torch.call` ops computing a decomposition, with their result types."""
 
@@ -98,7 +130,7 @@ class TorchBuilder:
         def arg(v: Any) -> Attribute:
             if isinstance(v, SSAValue):
                 inputs.append(v)
-                return OperandRefAttr(IntAttr(len(inputs) - 1))
+                return _operand_ref(len(inputs) - 1)
             if isinstance(v, list | tuple):
                 return ArrayAttr([arg(x) for x in v])
             return literal(v)
@@ -113,8 +145,13 @@ class TorchBuilder:
                     shape = broadcast(shape, s)
             if dtype is None:
                 dtype = tensors[0][0]
-            results = [tensor_type(dtype, shape)]
-        op = CallOp(target, inputs, arg_attrs, list(results), kw_attrs or None)
+            results = [_tensor_type(dtype, tuple(shape))]
+        # CallOp(...) less its generic IRDL builder (~1/3 of the cost of an op): one
+        # variadic operand and result, no segment sizes or defaults to fill in.
+        props: dict[str, Attribute] = {"target": _target(target), "args": ArrayAttr(arg_attrs)}
+        if kw_attrs:
+            props["kwargs"] = DictionaryAttr(kw_attrs)
+        op = CallOp.create(operands=inputs, result_types=list(results), properties=props)
         self.ops.append(op)
         return op.results[0]
 

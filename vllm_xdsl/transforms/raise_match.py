@@ -9,7 +9,8 @@ pattern reads as a chain of `if (m := ...) is None: return None`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeGuard
 
 import torch
@@ -68,7 +69,7 @@ def call_of(value: SSAValue | None, *targets: str) -> CallOp | None:
 def literal(attr: Attribute, op: CallOp) -> Any:
     """A template attribute as a Python value; `#torch.operand<i>` gives the SSA operand."""
     if isinstance(attr, OperandRefAttr):
-        return op.inputs[attr.index.data]
+        return op.operands[attr.index.data]  # = op.inputs (its only operands), read cheaper
     if isinstance(attr, IntegerAttr):
         width = attr.type.width.data if isinstance(attr.type, IntegerType) else 64
         return bool(attr.value.data) if width == 1 else attr.value.data
@@ -138,6 +139,23 @@ def static_last_dim(value: SSAValue) -> int | None:
     return s[-1]
 
 
+_CAST_MEMO: dict[SSAValue, tuple[int, torch.dtype] | None] | None = None
+
+
+@contextmanager
+def memoized_casts() -> Iterator[None]:
+    """Within: `cast_of` parses each cast op once (a pass run asks about each cast ~3
+    times). Only what the op's properties and result type fix is kept, the operand index
+    of the input: the input itself is read afresh, so rewrites of uses stay visible."""
+    global _CAST_MEMO
+    outer = _CAST_MEMO
+    _CAST_MEMO = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _CAST_MEMO = outer
+
+
 def cast_of(value: SSAValue | None) -> tuple[SSAValue, torch.dtype] | None:
     """(input, target dtype) when `value` is a pure dtype cast of `input`.
 
@@ -147,8 +165,18 @@ def cast_of(value: SSAValue | None) -> tuple[SSAValue, torch.dtype] | None:
     op = call_of(value, *CAST_TARGETS)
     if op is None:
         return None
-    src = arg(op, 0)
-    if not isinstance(src, SSAValue):
+    assert value is not None  # call_of found its op
+    if _CAST_MEMO is None:
+        spec = _cast_spec(op, value)
+    elif (spec := _CAST_MEMO.get(value, MISSING)) is MISSING:
+        spec = _CAST_MEMO[value] = _cast_spec(op, value)
+    return None if spec is None else (op.operands[spec[0]], spec[1])
+
+
+def _cast_spec(op: CallOp, value: SSAValue) -> tuple[int, torch.dtype] | None:
+    """cast_of's answer for `value`, a result of the cast op `op`: the operand index of the
+    input and the target dtype."""
+    if not op.args.data or not isinstance(ref := op.args.data[0], OperandRefAttr):
         return None
     if op.target.data == CAST_TARGETS[0]:
         target = arg(op, 1, "dtype")
@@ -166,9 +194,9 @@ def cast_of(value: SSAValue | None) -> tuple[SSAValue, torch.dtype] | None:
             ) or (isinstance(v, EnumAttr) and v.value.data == "torch.preserve_format")
             if not harmless:
                 return None
-    if not isinstance(target, torch.dtype) or value is None or dtype(value) != target:
+    if not isinstance(target, torch.dtype) or dtype(value) != target:
         return None
-    return src, target
+    return ref.index.data, target
 
 
 def widened_from(value: SSAValue) -> SSAValue:

@@ -59,15 +59,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriteWalker,
-    RewritePattern,
-)
+from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
 
 from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
+from vllm_xdsl.transforms.raise_match import memoized_casts
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
+from vllm_xdsl.transforms.raise_route import RoutedPatterns
 from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
 
 
@@ -106,5 +104,6 @@ class RaiseNativePass(ModulePass):
         patterns: list[RewritePattern] = [
             p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
-        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
+        with memoized_casts():
+            PatternRewriteWalker(RoutedPatterns(patterns)).rewrite_module(op)
         erase_dead_calls(op)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm import (
@@ -45,6 +45,7 @@ from vllm_xdsl.dialects.vllm import (
 )
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_build import Epsilon, build_norm, cast_op, epsilon_of
+from vllm_xdsl.transforms.raise_route import RoutedPattern
 
 F32 = torch.float32
 
@@ -117,13 +118,14 @@ def match_core(y: SSAValue) -> Core | None:
 
 
 @dataclass
-class RaiseRmsNormCore(RewritePattern):
+class RaiseRmsNormCore(RoutedPattern):
     exact: bool = False
     approx: bool = False
+    TARGETS = ("aten::mul.Tensor", "aten::div.Tensor")
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
-        if op.target.data not in ("aten::mul.Tensor", "aten::div.Tensor") or len(op.results) != 1:
+        if op.target.data not in self.TARGETS or len(op.results) != 1:
             return
         core = match_core(op.results[0])
         if core is None or (self.exact and not core.exact):
@@ -132,13 +134,14 @@ class RaiseRmsNormCore(RewritePattern):
 
 
 @dataclass
-class RaiseNormWeight(RewritePattern):
+class RaiseNormWeight(RoutedPattern):
     exact: bool = False
     approx: bool = False
+    TARGETS = ("aten::mul.Tensor",)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
-        if op.target.data != "aten::mul.Tensor" or (args := m.operands_of(op, 2)) is None:
+        if op.target.data not in self.TARGETS or (args := m.operands_of(op, 2)) is None:
             return
         for n, w in (args, args[::-1]):
             if not (isinstance(n, SSAValue) and isinstance(w, SSAValue)):
@@ -186,12 +189,15 @@ class RaiseNormWeight(RewritePattern):
 
 
 @dataclass
-class RaiseNormCastBack(RewritePattern):
+class RaiseNormCastBack(RoutedPattern):
     exact: bool = False
     approx: bool = False
+    TARGETS = m.CAST_TARGETS
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
+        if op.target.data not in self.TARGETS:  # cast_of below needs one of these
+            return
         out = op.results[0] if len(op.results) == 1 else None
         if out is None or (c := m.cast_of(out)) is None:
             return
@@ -232,12 +238,13 @@ class RaiseNormCastBack(RewritePattern):
 
 
 @dataclass
-class RaiseFusedAdd(RewritePattern):
+class RaiseFusedAdd(RoutedPattern):
     exact: bool = False
     approx: bool = False
+    OP_TYPES = (RmsNormOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, RmsNormOp):
+        if not isinstance(op, self.OP_TYPES):
             return
         s = op.x
         add = m.call_of(s, "aten::add.Tensor")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 from xdsl.dialects.builtin import DYNAMIC_INDEX, BoolAttr, Float64Type, FloatAttr, IntegerAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
@@ -49,6 +49,7 @@ from vllm_xdsl.ops.scheme import QuantScheme, quant_max
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
 from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
+from vllm_xdsl.transforms.raise_route import RoutedPattern
 
 F32 = torch.float32
 _CLAMPS = ("aten::clamp.default", "aten::clamp_min.default", "aten::clamp_max.default",
@@ -178,16 +179,17 @@ def _grouped(xs: SSAValue) -> tuple[SSAValue, int] | None:
 
 
 @dataclass
-class RaiseQuant(RewritePattern):
+class RaiseQuant(RoutedPattern):
     """Every quant form of the module doc -> its unfused op with the exact variant."""
 
     exact: bool = False  # every raise here is exact: both levels raise the same
     approx: bool = False
+    TARGETS = (*m.CAST_TARGETS, "aten::round.default")
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
         target = op.target.data
-        if len(op.results) != 1 or (target not in m.CAST_TARGETS and target != "aten::round.default"):
+        if len(op.results) != 1 or target not in self.TARGETS:
             return
         q = op.results[0]
         c = m.cast_of(q)

@@ -28,11 +28,12 @@ from typing import Any
 
 import torch
 from xdsl.ir import SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
 from vllm_xdsl.transforms import raise_match as m
+from vllm_xdsl.transforms.raise_route import RoutedPattern
 
 # activation -> its op; the constants of torch's gelu formulas (as f32 literals).
 _OP_OF = {"silu": "silu_and_mul", "gelu": "gelu_and_mul", "gelu_tanh": "gelu_tanh_and_mul"}
@@ -203,13 +204,14 @@ _DECOMPOSED = {"silu": _silu, "gelu": _gelu, "gelu_tanh": _gelu_tanh}
 
 
 @dataclass
-class RaiseActAndMul(RewritePattern):
+class RaiseActAndMul(RoutedPattern):
     exact: bool = False
     approx: bool = False
+    TARGETS = ("aten::mul.Tensor",)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
-        if op.target.data != "aten::mul.Tensor" or (args := m.operands_of(op, 2)) is None:
+        if op.target.data not in self.TARGETS or (args := m.operands_of(op, 2)) is None:
             return
         out = op.results[0]
         for s, u in (args, args[::-1]):
