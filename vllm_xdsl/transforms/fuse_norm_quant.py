@@ -64,10 +64,8 @@ from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
-    RewritePattern,
 )
 
 from vllm_xdsl.dialects import vllm
@@ -86,6 +84,7 @@ from vllm_xdsl.transforms.fusion_ir import (
     is_unit_add,
     reapply_view,
 )
+from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
 
 
 def _fusable_scheme(s: QuantScheme) -> bool:
@@ -161,8 +160,10 @@ def _guarded(producer: Operation) -> bool:
     return isinstance(producer, vllm.RmsNormSignature) and producer.variance_size is not None
 
 
-class FuseQuantIntoProducer(RewritePattern):
+class FuseQuantIntoProducer(RoutedPattern):
     """Producer (norm / act-and-mul) -> views -> quant(s)  =>  one fused op per quant."""
+
+    OP_TYPES = tuple(FAMILIES)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         family = FAMILIES.get(type(op))
@@ -256,9 +257,11 @@ class FuseQuantIntoProducer(RewritePattern):
 
 
 @dataclass
-class RaiseResidualAdd(RewritePattern):
+class RaiseResidualAdd(RoutedPattern):
     """`aten::add.Tensor(a, b)` -> `rms_norm`  =>  `fused_add_rms_norm(a, b)`, with
     `rounded_sum` for an f16/bf16 add (the norm reads the sum as the add rounded it)."""
+
+    OP_TYPES = (vllm.RmsNormOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, vllm.RmsNormOp) or op.variance_size is not None:
@@ -306,6 +309,6 @@ class FuseNormQuantPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         raise_adds = RaiseResidualAdd()
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([raise_adds, FuseQuantIntoProducer()]),
+            RoutedPatterns([raise_adds, FuseQuantIntoProducer()]),  # each on its op types
             apply_recursively=True,
         ).rewrite_module(op)
