@@ -28,8 +28,8 @@ from vllm_xdsl.dialects.vllm import (
 )
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.scheme import INT8_MAX, QuantScheme, fp8_max
-from vllm_xdsl.transforms.dispatch_native_variant import quant_variant
-from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, meta
+from vllm_xdsl.transforms.dispatch_native_variant import quant_variant, scales_layout
+from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
 
 F32 = torch.float32
 _INT64_MAX = 9223372036854775807  # `x[..., d:]` in FX: slice to the end
@@ -190,21 +190,7 @@ def per_group_fp8(b: TorchBuilder, x: SSAValue, scheme: QuantScheme) -> list[SSA
                    b.call("aten::ceil.default", b.call("aten::log2.default", s)))
     y = b.call("aten::clamp.default", b.call("aten::div.Tensor", xg, s), -fmax, fmax)
     q = b.call("aten::flatten.using_ints", b.convert(y, scheme.dtype), -2, -1, shape=shape)
-    tokens: int | None = 1
-    for d in shape[:-1]:
-        tokens = None if d is None or tokens is None else tokens * d
-    if groups is not None:
-        scales = b.call("aten::reshape.default", s, [-1, groups], shape=(tokens, groups))
-    else:  # s.reshape(-1, G) with G unknown: drop the kept dim, flatten the leading dims
-        s = b.call("aten::squeeze.dim", s, -1, shape=(*shape[:-1], None))
-        scales = b.call("aten::flatten.using_ints", s, 0, -2, shape=(tokens, None))
-    if scheme.column_major_scales:
-        # Same shape [T, G], storage [G, T] (the native's torch.empty(G, T).t()).
-        t = b.call("aten::transpose.int", scales, 0, 1, shape=(groups, tokens))
-        t = b.call("aten::clone.default", t,
-                   kwargs={"memory_format": Enum("torch.contiguous_format")})
-        scales = b.call("aten::transpose.int", t, 0, 1, shape=(tokens, groups))
-    return [q, scales]
+    return [q, scales_layout(b, s, scheme, shape, groups)]
 
 
 def _int8_round(b: TorchBuilder, xs: SSAValue) -> SSAValue:

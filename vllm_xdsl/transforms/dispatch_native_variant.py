@@ -104,11 +104,13 @@ def quant_variant(
     if scheme.static:
         return [q]
     s = b.convert(s, v.scale_dtype)
-    return [q, _scales(b, s, scheme, shape, groups)]
+    return [q, scales_layout(b, s, scheme, shape, groups)]
 
 
-def _scales(b: TorchBuilder, s: SSAValue, scheme: QuantScheme, shape: tuple[int | None, ...],
-            groups: int | None) -> SSAValue:
+def scales_layout(b: TorchBuilder, s: SSAValue, scheme: QuantScheme,
+                  shape: tuple[int | None, ...], groups: int | None) -> SSAValue:
+    """The computed scales as the native returns them: per tensor as they are, per token
+    [T, 1], per group [T, G] (column-major storage if the scheme says so)."""
     if scheme.granularity == "tensor":
         return s
     tokens = _tokens(shape[:-1])

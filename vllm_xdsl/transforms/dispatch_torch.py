@@ -16,7 +16,6 @@ from typing import Any
 import torch
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DictionaryAttr,
     FloatAttr,
     IntAttr,
     IntegerAttr,
@@ -96,11 +95,6 @@ def _operand_ref(index: int) -> OperandRefAttr:
     return OperandRefAttr(IntAttr(index))  # immutable: one per index
 
 
-@functools.lru_cache(maxsize=1024)
-def _target(name: str) -> StringAttr:
-    return StringAttr(name)  # immutable: one per overload name
-
-
 @functools.lru_cache(maxsize=4096)
 def _tensor_type(dtype: torch.dtype, shape: Shape) -> TensorType:
     return tensor_type(dtype, shape)  # immutable: build each type once (as the importer)
@@ -146,12 +140,7 @@ class TorchBuilder:
             if dtype is None:
                 dtype = tensors[0][0]
             results = [_tensor_type(dtype, tuple(shape))]
-        # CallOp(...) less its generic IRDL builder (~1/3 of the cost of an op): one
-        # variadic operand and result, no segment sizes or defaults to fill in.
-        props: dict[str, Attribute] = {"target": _target(target), "args": ArrayAttr(arg_attrs)}
-        if kw_attrs:
-            props["kwargs"] = DictionaryAttr(kw_attrs)
-        op = CallOp.create(operands=inputs, result_types=list(results), properties=props)
+        op = CallOp(target, inputs, arg_attrs, list(results), kw_attrs or None)
         self.ops.append(op)
         return op.results[0]
 
