@@ -156,12 +156,20 @@ def transform(
     from vllm_xdsl.frontend import import_graph
 
     dumper = Dumper.from_env(getattr(gm, "_vllm_xdsl_name", "graph"))
+    # Verified once after the passes; a dump shows each pass, so it verifies after each.
+    once = dataclasses.replace(options, verify_each=dumper is not None)
     stage = "import"
     try:
         start = time.perf_counter()
         imported = import_graph(gm)
         imported_at = time.perf_counter()
-        result = run_pipeline(imported.module, options, dumper)
+        try:
+            result = run_pipeline(imported.module, once, dumper)
+        except StageError as e:
+            if once.verify_each:
+                raise
+            named = _failing_pass(gm, options, e)
+            raise named from named.cause
         stage = "export"
         exporting_at = time.perf_counter()
         values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
@@ -174,6 +182,22 @@ def transform(
         raise StageError(stage, e) from e
     RESULTS.add(result)
     return exported
+
+
+def _failing_pass(gm: torch.fx.GraphModule, options: PipelineOptions, error: StageError
+                  ) -> StageError:
+    """The error of the pipeline run again verifying after every pass: the first pass
+    whose IR does not verify, not a later one that tripped over it; `error` if the replay
+    does not fail (the cost of a failure, never of a success)."""
+    from vllm_xdsl.frontend import import_graph
+
+    try:
+        run_pipeline(import_graph(gm).module, dataclasses.replace(options, verify_each=True))
+    except StageError as named:
+        return named
+    except Exception:  # the replay's own trouble must not hide the first error
+        return error
+    return error
 
 
 def device_target(example_inputs: list[Any]) -> str:

@@ -4,8 +4,9 @@ benchmarks and the demo.
     result = run_pipeline(module, PipelineOptions(passes=("raise-native", "lower-dispatch")))
     result.stages   # op counts after import and after each pass
     result.report   # the dispatch report, if lower-dispatch ran
-    result.seconds  # wall seconds per stage (each pass with its verify and op counts;
-                    # the torch.compile backend adds "import" and "export")
+    result.seconds  # wall seconds per stage (each pass with its verify and op counts,
+                    # "verify" when it runs once at the end; the torch.compile backend
+                    # adds "import" and "export")
 
 Passes whose module does not exist yet are skipped with a debug log. With a `Dumper`
 (`VLLM_XDSL_DUMP_DIR`), the IR after import and after each pass is written as
@@ -54,6 +55,10 @@ class PipelineOptions:
     # Per pass, its options as xDSL's pipeline parser gives them: {"raise-native":
     # {"approx": (True,)}} (vllm_xdsl.pass_options checks them against the pass's fields).
     pass_options: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
+    # Verify the module after every pass, so that a failure names the pass that broke it.
+    # Off: once, after the last pass (a third of the cost at 32 layers); the torch.compile
+    # backend runs it so and replays a failure with it on (compile.transform).
+    verify_each: bool = True
 
 
 @dataclass
@@ -211,7 +216,8 @@ def run_pipeline(
         start = time.perf_counter()
         try:
             p.apply(ctx, module)
-            module.verify()
+            if options.verify_each:
+                module.verify()
         except Exception as e:
             if dumper:
                 dumper.module(f"{name}-FAILED", module)
@@ -224,5 +230,14 @@ def run_pipeline(
             result.report = dispatch_report(p, module)
             if dumper:
                 dumper.text("dispatch-report.txt", result.report)
+    if not options.verify_each:
+        start = time.perf_counter()
+        try:
+            module.verify()
+        except Exception as e:
+            if dumper:
+                dumper.module("verify-FAILED", module)
+            raise StageError("verify after the passes", e) from e
+        result.seconds["verify"] = time.perf_counter() - start
     logger.debug("pipeline ran %s, skipped %s", [s.name for s in result.stages], result.skipped)
     return result
