@@ -296,3 +296,35 @@ def test_runtime_epsilon_as_f64_scalar() -> None:
             f"  func.return %o, %ro : {t}, {t}")
     _check(_func(f"%x: {t}, %r: {t}, %e: f64", body, f"{t}, {t}"),
            _x(torch.float16), _x(torch.float16, seed=4), 3e-7)
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+def test_rounded_sum_is_one_add_in_the_input_dtype(dt: str) -> None:
+    """With rounded_sum, residual_out = (x.float() + r.float()).to(dtype) is lowered as
+    torch's own add in that dtype (as the input graph spells it): the same bits, on sums
+    whose fp32 result itself rounds (exponents far apart), cancellations, ties, specials."""
+    dtype, g = DTYPES[dt], torch.Generator().manual_seed(5)
+    n = 1 << 14
+    span = 60 if dtype == torch.bfloat16 else 14
+
+    def wide() -> torch.Tensor:
+        sign = torch.randint(0, 2, (n,), generator=g) * 2 - 1
+        exp = torch.randint(-span, span, (n,), generator=g).float()
+        return (sign * torch.rand(n, generator=g).add(1) * torch.exp2(exp)).to(dtype)
+
+    x, r = wide(), wide()
+    r[: n // 8] = -x[: n // 8]  # exact cancellation
+    x[-4:] = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0]).to(dtype)
+    r[-1] = -0.0
+    t = f"tensor<?x{H}x{dt}>"
+    body = (f"  %o, %ro = vllm.fused_add_rms_norm %x, %r {{epsilon = 1.0e-05 : f64, rounded_sum}}"
+            f" : {t}, {t} -> {t}, {t}\n  func.return %o, %ro : {t}, {t}")
+    before, after, module = _lower_and_run(_func(f"%x: {t}, %r: {t}", body, f"{t}, {t}"),
+                                           x.view(-1, H), r.view(-1, H))
+    adds = [[v.type for v in (*op.inputs, *op.results)] for op in module.walk()
+            if isinstance(op, CallOp) and op.target.data == "aten::add.Tensor"
+            and len(op.inputs) == 2]
+    assert [str(types[-1]) for types in adds] == [t] and len(set(map(str, adds[0]))) == 1
+    for a, b in zip(before, after, strict=True):
+        assert torch.equal(a.isnan(), b.isnan())
+        assert torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.signbit(), b.signbit())

@@ -75,8 +75,8 @@ func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
 // CPU:         %o_t_2 = torch.call "aten::add.Tensor"(%o_t, %o_t_1)
 // CPU-NEXT:    %ro = torch.call "prims::convert_element_type.default"(%o_t_2) [#torch.operand<0>, #torch.dtype<bf16>]
 // CPU-NEXT:    %o_t_3 = torch.call "aten::pow.Tensor_Scalar"(%o_t_2)
-// CPU:         %m_t = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, -1 : i64, 0 : i64, 4096 : i64]
-// CPU-NEXT:    %m_t_1 = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, -1 : i64, 4096 : i64, 9223372036854775807 : i64]
+// CPU:         %m_t = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, 1 : i64, 0 : i64, 4096 : i64]
+// CPU-NEXT:    %m_t_1 = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, 1 : i64, 4096 : i64, 9223372036854775807 : i64]
 // CPU-NEXT:    %m_t_2 = torch.call "aten::silu.default"(%m_t)
 // CPU-NEXT:    %m = torch.call "aten::mul.Tensor"(%m_t_2, %m_t_1)
 // Per-group: [T, G, group], absmax per group, scales [T, G].

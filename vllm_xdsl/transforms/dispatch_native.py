@@ -5,7 +5,9 @@ step, with the same casts in the same order, the same reductions, multiply-by-re
 where the native multiplies and division where it divides, so that evaluating the
 `torch.call`s gives exactly the native's values (test/test_lower_dispatch_native.py
 checks it bit for bit). Casts are `prims.convert_element_type` and clamps `aten.clamp`, as
-Inductor expects; nothing here is opaque, so Inductor can fuse it after export.
+Inductor expects; nothing here is opaque, so Inductor can fuse it after export. One
+spelling differs from the native's: a bf16/f16 sum rounded to its dtype is torch's add in
+that dtype, which computes it exactly so (fp32, one rounding).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from vllm_xdsl.transforms.dispatch_native_variant import quant_variant, scales_l
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
 
 F32 = torch.float32
-_INT64_MAX = 9223372036854775807  # `x[..., d:]` in FX: slice to the end
+# `x[..., d:]` as AOTAutograd spells it: slice to the end, on the dim counted from 0, so
+# that a lowered slice is the input graph's node and export reuses its fake value.
+_INT64_MAX = 9223372036854775807
 
 
 def _min_scale(fmax: float) -> float:
@@ -54,7 +58,7 @@ def rms_norm_fp32(
     shape = meta(xf)[1]
     xv = xf
     if variance_size is not None:
-        xv = b.call("aten::slice.Tensor", xf, -1, 0, variance_size,
+        xv = b.call("aten::slice.Tensor", xf, len(shape) - 1, 0, variance_size,
                     shape=(*shape[:-1], variance_size))
     sq = b.call("aten::pow.Tensor_Scalar", xv, 2)
     var = b.call("aten::mean.dim", sq, [-1], True, shape=(*shape[:-1], 1))
@@ -82,15 +86,26 @@ def rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
                           _variance_size(op), meta(x)[0])]
 
 
+# Dtypes whose elementwise ops ATen and Inductor compute in fp32 and round once.
+_FP32_OPMATH = (torch.bfloat16, torch.float16)
+
+
 def fused_add_rms_norm(b: TorchBuilder, op: Operation) -> list[SSAValue]:
     assert isinstance(op, ResidualNormOp)
     x, r = op.x, op.residual
-    s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
-    residual_out = b.convert(s, meta(x)[0])
-    if has_rounded_sum(op):
+    dtype = meta(x)[0]
+    if has_rounded_sum(op) and dtype in _FP32_OPMATH and meta(r)[0] == dtype:
+        # (x.float() + r.float()).to(dtype) is torch's own add in that dtype, bit for bit:
+        # one node, spelled as the input graph spells it (export then reuses its values).
+        residual_out = b.call("aten::add.Tensor", x, r)
         s = b.convert(residual_out, F32)  # the norm reads residual_out (natives.py)
-    # Otherwise the norm sees the unrounded fp32 sum, not residual_out.
-    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, meta(x)[0])
+    else:
+        s = b.call("aten::add.Tensor", b.convert(x, F32), b.convert(r, F32))
+        residual_out = b.convert(s, dtype)
+        if has_rounded_sum(op):
+            s = b.convert(residual_out, F32)
+        # Otherwise the norm sees the unrounded fp32 sum, not residual_out.
+    out = rms_norm_fp32(b, s, op.weight, _epsilon(op), None, dtype)
     return [out, residual_out]
 
 
@@ -116,9 +131,9 @@ def act_and_mul_value(b: TorchBuilder, op: Operation) -> SSAValue:
             b.call("aten::chunk.default", x, 2, -1, results=[half, half])
             x, up = b.ops[-1].results
         else:
-            d = h // 2
-            x, up = (b.call("aten::slice.Tensor", x, -1, 0, d, shape=(*shape[:-1], d)),
-                     b.call("aten::slice.Tensor", x, -1, d, _INT64_MAX, shape=(*shape[:-1], d)))
+            d, last = h // 2, len(shape) - 1
+            x, up = (b.call("aten::slice.Tensor", x, last, 0, d, shape=(*shape[:-1], d)),
+                     b.call("aten::slice.Tensor", x, last, d, _INT64_MAX, shape=(*shape[:-1], d)))
     target, kwargs = _ACTIVATION_CALLS[op.ACTIVATION]
     return b.call("aten::mul.Tensor", b.call(target, x, kwargs=kwargs or None), up)
 
