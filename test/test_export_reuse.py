@@ -94,3 +94,76 @@ def test_literals_of_other_types_do_not_match():
     assert not values.take(as_float)
     as_int = graph.call_function(source.target, (new, 2))
     assert values.take(as_int)
+
+
+def _pure_repeats(graph: torch.fx.Graph) -> list[str]:
+    seen: dict[Any, torch.fx.Node] = {}
+    repeats = []
+    for n in graph.nodes:
+        if n.op != "call_function" or not reuse._is_pure(n.target):
+            continue
+        key = (n.target, reuse._freeze((n.args, n.kwargs), reuse._itself))
+        if key in seen:
+            repeats.append(f"{n.format_node()} repeats {seen[key].name}")
+        seen.setdefault(key, n)
+    return repeats
+
+
+def test_export_merges_a_lowered_call_into_the_same_earlier_one():
+    """The lowered natives recompute values the graph has (a static scale's cast to fp32,
+    which the dequantization next to it casts too): export gives such a call the earlier
+    node, so the graph holds fewer repeated pure calls than the IR (AOTAutograd's own
+    repeats, such as iota, and an imported call after a lowered one stay)."""
+    from vllm_xdsl.dialects.torch import CallOp
+
+    gm = _decoder_graph()
+    imported = import_graph(gm)
+    run_pipeline(imported.module, PipelineOptions(target="cpu"))
+    calls = [(op.target.data, tuple(op.inputs), str(op.args), str(op.kwargs))
+             for op in imported.module.walk() if isinstance(op, CallOp)
+             and op.target.data.startswith("prims::convert")]
+    ir_repeats = len(calls) - len(set(calls))
+    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+    exported = export_module(imported.module, gm, values, imported.origin)
+    casts = [r for r in _pure_repeats(exported.graph) if "convert_element_type" in r]
+    assert ir_repeats >= 4 and len(casts) < ir_repeats / 2
+
+
+def test_only_the_same_pure_call_is_an_existing_one():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    aten = torch.ops.aten
+    add = graph.call_function(aten.add.Tensor, (x, 0.0))
+    assert reuse.existing_call(aten.add.Tensor, (x, 0.0), {}) is add
+    assert reuse.existing_call(aten.add.Tensor, (x, -0.0), {}) is None  # x + -0.0 keeps -0.0
+    assert reuse.existing_call(aten.add.Tensor, (x, 0), {}) is None  # an int: other promotion
+    assert reuse.existing_call(aten.add.Tensor, (x, 0.0), {"alpha": 2}) is None
+    assert reuse.existing_call(aten.sub.Tensor, (x, 0.0), {}) is None
+    graph.call_function(aten.bernoulli.p, (x, 0.5))
+    assert reuse.existing_call(aten.bernoulli.p, (x, 0.5), {}) is None  # random: two draws
+    graph.call_function(aten.empty_like.default, (x,))
+    assert reuse.existing_call(aten.empty_like.default, (x,), {}) is None  # two buffers
+    graph.call_function(aten.add_.Tensor, (x, 1.0))
+    assert reuse.existing_call(aten.add_.Tensor, (x, 1.0), {}) is None  # mutates
+
+
+def test_values_with_data_dependent_sizes_are_never_taken():
+    """A data-dependent size is a runtime value of its own: a node taking such a value
+    would share it. Graphs whose shape env made no such symbol skip the check."""
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x.nonzero().float().relu(), x.relu()
+
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        gm = capture(f, torch.randn(6))
+    values = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    assert meta.FakeRunner(values).has_unbacked_symbols
+    relu_of_nonzero = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.relu.default
+                           and reuse._has_unbacked(n.meta["val"]))
+    index = reuse.SourceValues(gm.graph, set(), unbacked=True)
+    assert not any(relu_of_nonzero in nodes for nodes in index._by_key.values())
+    assert any(relu_of_nonzero in nodes
+               for nodes in reuse.SourceValues(gm.graph, set(), unbacked=False)._by_key.values())
+
+    plain = capture(lambda x: x.relu(), torch.randn(6))
+    values = [n.meta["val"] for n in plain.graph.nodes if n.op == "placeholder"]
+    assert not meta.FakeRunner(values).has_unbacked_symbols

@@ -13,6 +13,10 @@
   without the in-place saving).
 - `torch.get_attr` reads the constant from `owner` (the original GraphModule).
 
+A call a pass created that repeats a pure call already in the graph (a lowered native
+casting a scale that the dequantization beside it casts too) is that node: the graph
+stays free of repeats, as AOTAutograd hands it over (reuse.existing_call).
+
 Every node gets `meta["val"]`: copied from the FX node the op was imported from when its
 inputs are unchanged, else computed by running the op on fake tensors, so Inductor sees
 the same dtypes, strides and symbolic shapes as in the input graph.
@@ -25,6 +29,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx._lazy_graph_module import _make_graph_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
@@ -36,7 +41,7 @@ from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 from .decompose import decomposition_table, inline_native, inline_traced
 from .literals import ExportError, python_value
 from .meta import FakeRunner, value_signature
-from .reuse import SourceValues
+from .reuse import SourceValues, existing_call
 from .runtime_eps import tensor_epsilon_op
 from .semantic import native_arguments, provider_of, result_indices, torch_overload
 
@@ -76,7 +81,8 @@ class Exporter:
         block = fn.body.block
         live = {self.origin[op] for op in block.ops if op in self.origin}
         if live:
-            self.fake.take_known = SourceValues(next(iter(live)).graph, live).take
+            graph = next(iter(live)).graph
+            self.fake.take_known = SourceValues(graph, live, self.fake.has_unbacked_symbols).take
         for i, arg in enumerate(block.args):
             node = self.graph.placeholder(f"{arg.name_hint or 'arg'}_{i}")  # unique targets
             if self.example_values is not None:
@@ -85,8 +91,10 @@ class Exporter:
         for op in block.ops:
             self.op(op)
         root = self.owner if self.owner is not None else torch.nn.Module()
-        gm = torch.fx.GraphModule(root, self.graph)
-        return gm
+        # Lazy where torch compiles lazily (under torch.compile, unless the user turned it
+        # off): the Python code is generated when first needed. Inductor never runs it and
+        # generates it once for its cache key, so generating it here too would be wasted.
+        return _make_graph_module(root, self.graph)
 
     def op(self, op: Operation) -> None:
         if isinstance(op, CallOp):
@@ -123,8 +131,14 @@ class Exporter:
             for value, out in zip(op.outputs, outs, strict=True):
                 self.nodes[value] = out
             return
+        is_tuple = _returns_tuple(target, op)
+        if op not in self.origin and not is_tuple:
+            same = existing_call(target, args, kwargs)
+            if same is not None:
+                self.nodes[op.outputs[0]] = same
+                return
         node = self.graph.call_function(target, args, kwargs)
-        self.finish(op, node, list(op.outputs), _returns_tuple(target, op))
+        self.finish(op, node, list(op.outputs), is_tuple)
 
     def semantic(self, op: SemanticSignature) -> None:
         epsilon: Any = op.epsilon_float() if isinstance(op, NormOp) else None

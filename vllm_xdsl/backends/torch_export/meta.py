@@ -33,6 +33,14 @@ class FakeRunner:
     def enabled(self) -> bool:
         return self.mode is not None
 
+    @property
+    def has_unbacked_symbols(self) -> bool:
+        """Whether the graph's shape env has created a data-dependent symbol (its values
+        may then hold one); static shapes have no shape env and no symbols."""
+        env = self.mode.shape_env if self.mode is not None else None
+        return env is not None and bool(env.unbacked_symint_counter
+                                        or env.unbacked_symfloat_counter)
+
     def run(self, node: torch.fx.Node) -> None:
         if self.mode is None or any("val" not in n.meta for n in node.all_input_nodes):
             return

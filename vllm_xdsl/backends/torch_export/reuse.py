@@ -8,6 +8,7 @@ values. Their `meta["val"]` is then the input graph's, and taking it saves a fak
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -33,31 +34,87 @@ def node_key(node: torch.fx.Node, by_identity: bool) -> tuple[Any, ...] | None:
     if any("val" not in n.meta for n in node.all_input_nodes):
         return None
     try:
-        key = (node.target, by_identity, _freeze((node.args, node.kwargs), by_identity))
+        key = (node.target, by_identity,
+               _freeze((node.args, node.kwargs), _by_value if by_identity else _by_signature))
         hash(key)
     except TypeError:
         return None
     return key
 
 
-def _freeze(value: Any, by_identity: bool) -> Any:
+def _by_value(node: torch.fx.Node) -> Any:
+    return id(node.meta["val"])
+
+
+def _by_signature(node: torch.fx.Node) -> Any:
+    signature = value_signature(node.meta["val"])
+    if signature is None:
+        raise TypeError("no signature")
+    return signature
+
+
+def _freeze(value: Any, of_node: Callable[[torch.fx.Node], Any]) -> Any:
+    """A hashable key of an argument structure; nodes as `of_node` says, literals typed."""
     if isinstance(value, torch.fx.Node):
-        val = value.meta["val"]
-        if by_identity:
-            return ("node", id(val))
-        signature = value_signature(val)
-        if signature is None:
-            raise TypeError("no signature")
-        return ("node", signature)
+        return ("node", of_node(value))
     if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_freeze(v, by_identity) for v in value))
+        return (type(value).__name__, tuple(_freeze(v, of_node) for v in value))
     if isinstance(value, dict):
-        return ("dict", tuple(sorted((k, _freeze(v, by_identity)) for k, v in value.items())))
+        return ("dict", tuple(sorted((k, _freeze(v, of_node)) for k, v in value.items())))
     if isinstance(value, (bool, int, float, str)) or value is None:
         return (type(value).__name__, repr(value))  # repr: -0.0 is not 0.0, nan is nan
     if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
         return value
     raise TypeError(f"no key for literal {type(value).__name__}")
+
+
+def existing_call(target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                  ) -> torch.fx.Node | None:
+    """A node already in the graph calling pure `target` on the same nodes and literals.
+
+    A pass that lowers an op recomputes values the graph may have (a scale's cast to fp32
+    that the dequantization next to it casts too); AOTAutograd hands Inductor a graph
+    without such repeats, and sharing the node also saves its fake run. Only the users of
+    the argument node with the fewest users are searched."""
+    if not _is_pure(target):
+        return None
+    inputs: list[torch.fx.Node] = []
+    torch.fx.node.map_arg((args, kwargs), inputs.append)
+    if not inputs:
+        return None
+    try:
+        key = _freeze((args, kwargs), _itself)
+    except TypeError:
+        return None
+    for user in min(inputs, key=lambda n: len(n.users)).users:
+        if user.op == "call_function" and user.target is target:
+            try:
+                if _freeze((user.args, user.kwargs), _itself) == key:
+                    return user
+            except TypeError:
+                continue
+    return None
+
+
+def _itself(node: torch.fx.Node) -> Any:
+    return node
+
+
+_PURE: dict[Any, bool] = {}
+
+
+def _is_pure(target: Any) -> bool:
+    """A functional, deterministic aten/prims overload of one result (two calls are one
+    value); not an uninitialised allocation (`empty*`: two are two buffers)."""
+    if target not in _PURE:
+        _PURE[target] = (
+            isinstance(target, torch._ops.OpOverload)
+            and target.namespace in ("aten", "prims") and not target._schema.is_mutable
+            and torch.Tag.nondeterministic_seeded not in target.tags
+            and len(target._schema.returns) == 1
+            and not target._schema.name.partition("::")[2].startswith(("empty", "new_empty"))
+        )
+    return _PURE[target]
 
 
 class SourceValues:
@@ -66,13 +123,19 @@ class SourceValues:
     goes to at most one new node: two nodes sharing one fake value would look like
     aliases to Inductor."""
 
-    def __init__(self, graph: torch.fx.Graph | None, live: set[torch.fx.Node]) -> None:
+    def __init__(
+        self, graph: torch.fx.Graph | None, live: set[torch.fx.Node], unbacked: bool = True
+    ) -> None:
+        """`unbacked`: whether the graph's values may hold data-dependent symbols (False
+        when its shape env has created none: nothing to look for)."""
         self._by_key: dict[tuple[Any, ...], list[torch.fx.Node]] = {}
         self._taken: set[torch.fx.Node] = set()
         if graph is None:
             return
         for node in graph.nodes:
-            if node in live or "val" not in node.meta or _has_unbacked(node.meta["val"]):
+            if node in live or "val" not in node.meta or (
+                unbacked and _has_unbacked(node.meta["val"])
+            ):
                 continue
             for by_identity in (True, False):
                 key = node_key(node, by_identity)
