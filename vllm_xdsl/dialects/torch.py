@@ -163,16 +163,17 @@ class CallOp(IRDLOperation):
         unknown = unknown_target(self.target.data)
         if unknown is not None:
             raise VerifyException(unknown)
+        count = len(self.operands)  # = inputs, without IRDL's variadic bookkeeping
         used: set[int] = set()
         for attr in _walk(self.args, self.kwargs):
             if isinstance(attr, OperandRefAttr):
-                if attr.index.data >= len(self.inputs):
+                if attr.index.data >= count:
                     raise VerifyException(
                         f"#torch.operand<{attr.index.data}> refers past the "
-                        f"{len(self.inputs)} operands of {self.target.data}"
+                        f"{count} operands of {self.target.data}"
                     )
                 used.add(attr.index.data)
-        unused = set(range(len(self.inputs))) - used
+        unused = set(range(count)) - used
         if unused:
             raise VerifyException(
                 f"operands {sorted(unused)} of {self.target.data} are not used by args or kwargs"
