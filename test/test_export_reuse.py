@@ -167,3 +167,20 @@ def test_values_with_data_dependent_sizes_are_never_taken():
     plain = capture(lambda x: x.relu(), torch.randn(6))
     values = [n.meta["val"] for n in plain.graph.nodes if n.op == "placeholder"]
     assert not meta.FakeRunner(values).has_unbacked_symbols
+
+
+def test_export_generates_no_python_code_under_torch_compile():
+    """Under torch.compile (which makes graph modules lazy) the exported module generates
+    its Python code when first needed: Inductor never runs it, and generates it for its
+    cache key itself. It still runs, and prints, like any GraphModule."""
+    from torch.fx._lazy_graph_module import _LazyGraphModule, _use_lazy_graph_module
+
+    gm = capture(lambda x: (x * 2).relu(), torch.randn(4), dynamic=False)
+    x = torch.randn(4)
+    with _use_lazy_graph_module(True):
+        lazy = export_module(import_graph(gm).module)
+    assert isinstance(lazy, _LazyGraphModule) and lazy._needs_recompile()
+    assert "relu" in lazy.code
+    torch.testing.assert_close(lazy(x), ((x * 2).relu(),), rtol=0, atol=0)
+    with _use_lazy_graph_module(False):
+        assert not isinstance(export_module(import_graph(gm).module), _LazyGraphModule)
