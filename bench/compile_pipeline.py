@@ -1,4 +1,5 @@
-"""Compile time of the whole vllm-xdsl pipeline vs Inductor, per stage, 1 to 64 layers (issue 8).
+"""Compile time of the whole vllm-xdsl pipeline vs Inductor, per stage, 1 to 64 layers (issues
+8 and 17).
 
     python bench/compile_pipeline.py [--layers 1,8,32,64] [--inductor-layers 1,8,32]
                                      [--repeat 3] [--json out.json] [--profile 32]
@@ -48,7 +49,8 @@ HIDDEN, INTERMEDIATE, HEADS = 4096, 14336, 32
 TOKENS = 16  # the example token count; the graph is dynamic in it
 STAGES = ("import", "raise-native", "fuse-norm-quant", "lower-dispatch", "verify", "counts",
           "export")
-TARGETS = {"share_of_inductor_32": 0.05, "growth_32_64": 2.2, "seconds_32": 1.0}
+# Issue 17's (issue 8 asked for 5 % of Inductor; issue 17 for 3 %).
+TARGETS = {"share_of_inductor_32": 0.03, "growth_32_64": 2.2, "seconds_32": 1.0}
 
 
 # --- the model, captured without weights --------------------------------------------------

@@ -72,6 +72,7 @@ class Exporter:
         self.example_values = example_values
         self.decompositions = decomposition_table() if decompose and self.fake.enabled else {}
         self.traces: dict[Any, torch.fx.GraphModule] = {}  # inline_traced's cache
+        self.targets: dict[str, tuple[Any, bool]] = {}  # Exporter.target's
         self.reused: set[torch.fx.Node] = set()  # sources whose val a node took
 
     def node(self, value: SSAValue) -> torch.fx.Node:
@@ -111,14 +112,23 @@ class Exporter:
         else:
             raise ExportError(f"op {op.name} has no torch counterpart (lower it first)")
 
+    def target(self, op: CallOp) -> tuple[Any, bool]:
+        """The callable of a torch.call and whether it returns a tuple, once per name."""
+        name = op.target.data
+        if name not in self.targets:
+            try:
+                target = resolve_target(name)
+            except (AttributeError, ImportError, RuntimeError) as e:
+                raise ExportError(f"torch.call target {name!r} not found: {e}") from None
+            self.targets[name] = (target, _returns_tuple(target, op))
+        return self.targets[name]
+
     def call(self, op: CallOp) -> None:
-        try:
-            target = resolve_target(op.target.data)
-        except (AttributeError, ImportError, RuntimeError) as e:
-            raise ExportError(f"torch.call target {op.target.data!r} not found: {e}") from None
+        target, is_tuple = self.target(op)
+        operands = op.operands  # = inputs, without IRDL's variadic bookkeeping per use
 
         def operand(i: int) -> torch.fx.Node:
-            return self.node(op.inputs[i])
+            return self.nodes[operands[i]]
 
         args = tuple(python_value(a, operand) for a in op.args.data)
         kwargs = {k: python_value(v, operand) for k, v in (op.kwargs.data if op.kwargs else {}).items()}
@@ -131,7 +141,6 @@ class Exporter:
             for value, out in zip(op.outputs, outs, strict=True):
                 self.nodes[value] = out
             return
-        is_tuple = _returns_tuple(target, op)
         if op not in self.origin and not is_tuple:
             same = existing_call(target, args, kwargs)
             if same is not None:
