@@ -100,3 +100,35 @@ def test_a_users_custom_pass_still_runs_and_keys_the_cache() -> None:
     with torch._inductor.config.patch(post_grad_custom_pre_pass=lambda graph: None):
         with cache_key.keyed_config(None) as cacheable:
             assert not cacheable  # a plain callable: Inductor bypasses its caches anyway
+
+
+_SECOND_PROCESS = """
+import sys, torch
+torch._inductor.config.compile_threads = 1
+torch._functorch.config.enable_autograd_cache = True
+torch._inductor.config.fx_graph_cache = True
+
+def norm(x, w):
+    v = x.float().pow(2).mean(-1, keepdim=True)
+    return (x.float() * torch.rsqrt(v + 1e-5)).to(x.dtype) * w
+
+torch.manual_seed(0)
+x, w = torch.randn(3, 16, dtype=torch.bfloat16), torch.randn(16, dtype=torch.bfloat16)
+torch.compile(norm, backend="vllm_xdsl")(x, w)
+print(sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in ("xdsl", "vllm_xdsl")}),
+      "vllm_xdsl.pipeline" in sys.modules)
+"""
+
+
+def test_a_process_served_by_the_cache_never_imports_xdsl(tmp_path: Any) -> None:
+    """The first process compiles (and imports xDSL, the passes); a second one, whose graph
+    AOTAutograd's cache serves, loads neither: ~0.3 s of its start-up (issue 17)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", _SECOND_PROCESS], env=env, text=True,
+                           capture_output=True, timeout=600, check=True).stdout.split("\n")[-2]
+            for _ in range(2)]
+    assert runs == ["['vllm_xdsl', 'xdsl'] True", "['vllm_xdsl'] False"]

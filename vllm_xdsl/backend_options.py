@@ -22,8 +22,7 @@ from typing import Any
 
 from torch._dynamo.exc import ShortenTraceback
 
-from vllm_xdsl.pass_options import PassOptionError, build_pass, python_params
-from vllm_xdsl.pipeline import DEFAULT_PASSES, TARGETS, PipelineOptions
+from vllm_xdsl.pipeline_options import DEFAULT_PASSES, TARGETS, PipelineOptions
 
 INNER = ("inductor", "eager")
 OPTIONS = ("inner", "passes", "priority", "target", "strict", "pass_options")
@@ -121,11 +120,14 @@ def _check_priority(priority: Any) -> None:
 
 def _pass_options(given: Any, passes: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """{pass: {option: ArgSpec values}}, each checked against its pass's fields."""
-    from vllm_xdsl.transforms import available_passes
-
     if not isinstance(given, Mapping):
         raise OptionsError(f"option 'pass_options' must be a dict of pass name -> "
                            f"{{option: value}}, got {given!r}")
+    if not given:
+        return {}  # no pass to import: a cache hit needs no xDSL
+    from vllm_xdsl.pass_options import PassOptionError, build_pass, python_params
+    from vllm_xdsl.transforms import available_passes
+
     available = available_passes()
     checked: dict[str, dict[str, Any]] = {}
     for name, opts in given.items():

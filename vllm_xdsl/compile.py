@@ -29,7 +29,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
@@ -37,14 +37,13 @@ import torch.fx
 from vllm_xdsl.backend_options import INNER as INNER  # re-exported: the public names
 from vllm_xdsl.backend_options import BackendOptions
 from vllm_xdsl.backend_options import OptionsError as OptionsError
-from vllm_xdsl.pipeline import (
-    DUMP_ENV,
-    Dumper,
-    PipelineOptions,
-    PipelineResult,
-    StageError,
-    run_pipeline,
-)
+from vllm_xdsl.pipeline_options import DUMP_ENV, PipelineOptions, StageError
+
+if TYPE_CHECKING:
+    from vllm_xdsl.pipeline import PipelineResult
+
+# The passes (vllm_xdsl.pipeline, xDSL) are imported by the first transform: a process
+# whose graphs all come from torch's compile caches never imports them.
 
 logger = logging.getLogger("vllm_xdsl")
 
@@ -154,6 +153,7 @@ def transform(
     the eager inner compiler runs them as written (aten.silu is what eager runs)."""
     from vllm_xdsl.backends.torch_export import export_module
     from vllm_xdsl.frontend import import_graph
+    from vllm_xdsl.pipeline import Dumper, run_pipeline
 
     dumper = Dumper.from_env(getattr(gm, "_vllm_xdsl_name", "graph"))
     # Verified once after the passes; a dump shows each pass, so it verifies after each.
@@ -190,6 +190,7 @@ def _failing_pass(gm: torch.fx.GraphModule, options: PipelineOptions, error: Sta
     whose IR does not verify, not a later one that tripped over it; `error` if the replay
     does not fail (the cost of a failure, never of a success)."""
     from vllm_xdsl.frontend import import_graph
+    from vllm_xdsl.pipeline import run_pipeline
 
     try:
         run_pipeline(import_graph(gm).module, dataclasses.replace(options, verify_each=True))
