@@ -1,5 +1,5 @@
 """The backend's contract with the user: options, fallback with one warning, strict mode,
-unknown passes skipped, dumps that vllm-opt parses, runtime epsilon under dynamic=True."""
+unknown passes rejected, dumps that vllm-opt parses, runtime epsilon under dynamic=True."""
 
 from __future__ import annotations
 
@@ -92,13 +92,20 @@ def test_strict_raises(monkeypatch) -> None:
         _check(model, compiled)
 
 
-def test_unknown_pass_is_skipped_with_a_debug_log(caplog) -> None:
-    model, compiled = _compile({"inner": "eager", "passes": ["no-such-pass", "raise-native"]})
-    with caplog.at_level(logging.DEBUG, logger="vllm_xdsl"):
-        _check(model, compiled)
-    assert backend.RESULTS.last.skipped == ["no-such-pass"]
-    assert any("no-such-pass skipped" in r.getMessage() for r in caplog.records)
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+def test_an_unknown_pass_fails_before_any_pass_runs(monkeypatch) -> None:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from vllm_xdsl.transforms.raise_native import RaiseNativePass
+
+    ran: list[str] = []
+    monkeypatch.setattr(RaiseNativePass, "apply", lambda self, ctx, module: ran.append(self.name))
+    with pytest.raises(ValueError, match="unknown pass 'lower_dispatch' .*did you mean "
+                                         "'lower-dispatch'"):
+        pipeline.run_pipeline(ModuleOp([]), pipeline.PipelineOptions(
+            passes=("raise-native", "lower_dispatch"), target="cpu"))
+    assert ran == []
+    pipeline.run_pipeline(ModuleOp([]), pipeline.PipelineOptions(passes=("raise-native",)))
+    assert ran == ["raise-native"]  # the patch does see a run
 
 
 BAD_OPTIONS = [
@@ -110,6 +117,11 @@ BAD_OPTIONS = [
     ({"target": "tpu"}, "option 'target' must be one of 'cuda', 'rocm', 'cpu', got 'tpu'"),
     ({"passes": "raise-native"}, "option 'passes' must be a list of pass names, got "
                                  "'raise-native'"),
+    ({"passes": ["nope"]}, "option 'passes': unknown pass 'nope' (known: canonicalize, cse, "
+                           "dce, fuse-norm-quant, lower-dispatch, raise-native)"),
+    ({"passes": ["raise_native", "fuse-norm-quant"]},
+     "option 'passes': unknown pass 'raise_native' (known: canonicalize, cse, dce, "
+     "fuse-norm-quant, lower-dispatch, raise-native); did you mean 'raise-native'?"),
     ({"strict": "no"}, "option 'strict' must be True or False, got 'no'"),
     ({"priority": 3}, "option 'priority' must be a string like 'rms_norm=triton,native', got 3"),
     ({"priority": "rms_nrm=triton"}, "option 'priority': bad priority 'rms_nrm=triton': "
@@ -120,7 +132,9 @@ BAD_OPTIONS = [
     ({"pass_options": {"fuse-norm-quant": {"raise-rounded": True}}},
      "pass_options: pass 'fuse-norm-quant' has no option 'raise-rounded' (options: "
      "raise-rounded-adds)"),
-    ({"pass_options": {"raise-nativ": {}}}, "pass_options: unknown pass 'raise-nativ' (known: "),
+    ({"pass_options": {"raise-nativ": {}}}, "pass_options: unknown pass 'raise-nativ' (known: "
+     "canonicalize, cse, dce, fuse-norm-quant, lower-dispatch, raise-native); did you mean "
+     "'raise-native'?"),
     ({"passes": ["raise-native"], "pass_options": {"lower-dispatch": {"report": True}}},
      "pass_options: pass 'lower-dispatch' is not in passes (raise-native)"),
     ({"pass_options": {"lower-dispatch": {"target": "cpu"}}},

@@ -20,12 +20,13 @@ def _layer(x: torch.Tensor, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.fixture
-def fresh_caches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def fresh_caches() -> Iterator[None]:
     from torch._inductor.utils import fresh_cache
 
-    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", True)
-    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", True)
-    with fresh_cache():
+    # torch's own patch() restores by setattr; pytest's monkeypatch would delattr entries
+    # that are not in the module's __dict__ and hide them for the rest of the process.
+    with (torch._functorch.config.patch(enable_autograd_cache=True),
+          torch._inductor.config.patch(fx_graph_cache=True), fresh_cache()):
         yield
 
 

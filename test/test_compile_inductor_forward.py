@@ -45,14 +45,13 @@ def test_inductor_inner_runs_inductors_forward_step(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(fx_utils.FakeTensorUpdater, "incremental_update", counting_update)
     monkeypatch.setattr(compile_fx, "compile_fx_inner", recording_inner)
-    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
     model = _tiny_llama()
     ids = torch.randint(0, 64, (1, 8))
     torch._dynamo.reset()
     mark = len(backend.RESULTS)
     compiled = torch.compile(model, backend="vllm_xdsl", options={"inner": "inductor"},
                              dynamic=True, fullgraph=True)
-    with torch.no_grad():
+    with torch.no_grad(), torch._inductor.config.patch(fx_graph_cache=False):
         got = compiled(ids, use_cache=False).logits
         want = model(ids, use_cache=False).logits
     results = backend.RESULTS[mark:]

@@ -85,6 +85,7 @@ class BackendOptions:
                 isinstance(p, str) for p in passes):
             raise OptionsError(f"option 'passes' must be a list of pass names, "
                                f"got {passes!r}")
+        _check_passes(passes)
         target = options.get("target")
         if target is not None:
             _one_of("target", target, TARGETS)
@@ -98,6 +99,15 @@ class BackendOptions:
         return BackendOptions(
             inner, PipelineOptions(tuple(passes), target, priority, pass_options), strict
         )
+
+
+def _check_passes(passes: list[str] | tuple[str, ...]) -> None:
+    from vllm_xdsl.transforms import unknown_pass  # the pass table only: no xDSL
+
+    for name in passes:
+        problem = unknown_pass(name)
+        if problem is not None:
+            raise OptionsError(f"option 'passes': {problem}")
 
 
 def _check_priority(priority: Any) -> None:
@@ -126,14 +136,14 @@ def _pass_options(given: Any, passes: tuple[str, ...]) -> dict[str, dict[str, An
     if not given:
         return {}  # no pass to import: a cache hit needs no xDSL
     from vllm_xdsl.pass_options import PassOptionError, build_pass, python_params
-    from vllm_xdsl.transforms import available_passes
+    from vllm_xdsl.transforms import available_passes, unknown_pass
 
     available = available_passes()
     checked: dict[str, dict[str, Any]] = {}
     for name, opts in given.items():
-        if name not in available:
-            raise OptionsError(f"pass_options: unknown pass {name!r} (known: "
-                               f"{', '.join(sorted(available))})")
+        problem = unknown_pass(name)
+        if problem is not None:
+            raise OptionsError(f"pass_options: {problem}")
         if name not in passes:
             raise OptionsError(f"pass_options: pass {name!r} is not in passes "
                                f"({', '.join(passes)})")

@@ -52,8 +52,6 @@ def print_stages(result: PipelineResult) -> None:
     for stage in result.stages:
         c = stage.op_counts
         print(f"{stage.name:<18}{sum(c.values()):>6}{c['torch.call']:>12}  {_semantic(c)}")
-    if result.skipped:
-        print(f"skipped (not available): {', '.join(result.skipped)}")
 
 
 def time_per_call(fn: Callable[[], object], repeat: int) -> float:

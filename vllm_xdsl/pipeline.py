@@ -8,7 +8,7 @@ benchmarks and the demo.
                     # "verify" when it runs once at the end; the torch.compile backend
                     # adds "import" and "export")
 
-Passes whose module does not exist yet are skipped with a debug log. With a `Dumper`
+An unknown pass name is a ValueError before any pass runs. With a `Dumper`
 (`VLLM_XDSL_DUMP_DIR`), the IR after import and after each pass is written as
 `NN-<stage>.mlir` (text that `vllm-opt` parses), plus `dispatch-report.txt`.
 """
@@ -50,7 +50,6 @@ class Stage:
 @dataclass
 class PipelineResult:
     stages: list[Stage] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
     report: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -126,15 +125,11 @@ class Dumper:
             self._warn(self.root, e)
 
 
-def make_pass(name: str, options: PipelineOptions) -> ModulePass | None:
-    """An instance of pass `name` with the options it takes, or None if not available."""
+def make_pass(name: str, options: PipelineOptions) -> ModulePass:
+    """An instance of pass `name` with the options it takes; ValueError for an unknown name."""
     from vllm_xdsl.transforms import get_pass
 
-    try:
-        cls = get_pass(name)
-    except (ValueError, ImportError) as e:
-        logger.debug("pass %s skipped: not available (%s)", name, e)
-        return None
+    cls = get_pass(name)
     fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
     kwargs: dict[str, Any] = {}
     if "target" in fields and options.target is not None:
@@ -184,12 +179,9 @@ def run_pipeline(
     result.stages.append(Stage("import", op_counts(module)))
     if dumper:
         dumper.module("import", module)
+    built = [(name, make_pass(name, options)) for name in options.passes]  # all, then run
     ctx = make_context()
-    for name in options.passes:
-        p = make_pass(name, options)
-        if p is None:
-            result.skipped.append(name)
-            continue
+    for name, p in built:
         owner = sys.modules.get(type(p).__module__)
         if owner is not None and "LAST_REPORT" in vars(owner):
             vars(owner)["LAST_REPORT"] = None  # so that a stale report is never shown
@@ -219,5 +211,5 @@ def run_pipeline(
                 dumper.module("verify-FAILED", module)
             raise StageError("verify after the passes", e) from e
         result.seconds["verify"] = time.perf_counter() - start
-    logger.debug("pipeline ran %s, skipped %s", [s.name for s in result.stages], result.skipped)
+    logger.debug("pipeline ran %s", [s.name for s in result.stages])
     return result

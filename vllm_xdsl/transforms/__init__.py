@@ -6,11 +6,14 @@ pass name to `(module, class name)` and nothing is imported until a pass is aske
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from xdsl.passes import ModulePass
+if TYPE_CHECKING:  # the table is read where xDSL must not load (the backend's option check)
+    from xdsl.passes import ModulePass
 
 PASS_MODULES: dict[str, tuple[str, str]] = {
     "raise-native": ("vllm_xdsl.transforms.raise_native", "RaiseNativePass"),
@@ -43,9 +46,19 @@ def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     }
 
 
+def unknown_pass(name: str) -> str | None:
+    """Why `name` is not a pass, naming the known ones and the closest (None if it is one)."""
+    passes = sorted({**XDSL_PASSES, **PASS_MODULES})  # names only: find_spec imports xDSL
+    if name in passes:
+        return None
+    close = difflib.get_close_matches(name.replace("_", "-"), passes, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown pass '{name}' (known: {', '.join(passes)}){hint}"
+
+
 def get_pass(name: str) -> type[ModulePass]:
     """The pass class named `name`; ValueError naming the known passes otherwise."""
-    passes = available_passes()
-    if name not in passes:
-        raise ValueError(f"unknown pass '{name}' (known: {', '.join(sorted(passes))})")
-    return passes[name]()
+    problem = unknown_pass(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return available_passes()[name]()
