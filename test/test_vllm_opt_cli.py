@@ -313,3 +313,12 @@ def test_pass_flag_options_are_quoted_for_the_pipeline_parser():
 def test_pass_flag_option_without_value_is_an_error():
     with pytest.raises(ValueError, match="must be key=value"):
         split_pass_flags(["--lower-dispatch=cpu"], {"lower-dispatch"})
+
+
+def test_targets_are_the_ones_that_print_this_projects_ir():
+    result = run_opt("-t", "csl", stdin=GOOD_NORM)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(  # argparse's prog: here, pytest's
+        ": error: argument -t/--target: invalid choice: 'csl' (choose from mlir, triton)")
+    result = run_opt("-t", "mlir", stdin=GOOD_NORM)
+    assert result.returncode == 0 and "vllm.rms_norm" in result.stdout

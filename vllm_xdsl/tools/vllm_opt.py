@@ -34,6 +34,9 @@ from vllm_xdsl.tools.pass_flags import split_pass_flags
 TARGETS = {
     "triton": ("vllm_xdsl.backends.triton.target", "TritonSourceTarget"),
 }
+# xDSL's targets that print this project's IR: `mlir`, the default, the text form (its
+# generic form with --print-op-generic).
+XDSL_TARGETS = ("mlir",)
 
 
 class VllmOptMain(xDSLOptMain):
@@ -42,7 +45,7 @@ class VllmOptMain(xDSLOptMain):
     def __init__(self, args: Sequence[str] | None = None) -> None:
         self._source_text = ""
         given = sys.argv[1:] if args is None else args
-        # Only --help pays for importing every pass (it reads their options).
+        # Only --help reads the passes' options (from their source: no pass is imported).
         self._help_requested = any(a in ("-h", "--help") for a in given)
         super().__init__(description="vllm-xdsl optimizer driver", args=args)
 
@@ -69,7 +72,12 @@ class VllmOptMain(xDSLOptMain):
         import importlib
         import importlib.util
 
-        super().register_all_targets()
+        from xdsl.targets import get_all_targets
+
+        # Not xDSL's others (arm-asm, csl, wgsl, ...): they print dialects we do not load.
+        xdsl_targets = get_all_targets()
+        for name in XDSL_TARGETS:
+            self.available_targets[name] = xdsl_targets[name]
         for name, (module, cls) in TARGETS.items():
             if importlib.util.find_spec(module) is not None:
                 # A factory without parameters: xdsl-opt calls one with parameters as a
