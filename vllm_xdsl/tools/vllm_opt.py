@@ -26,6 +26,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from vllm_xdsl.tools.diagnostics import (
     UserError,
     locate_failing_op,
+    not_utf8_line,
     one_line,
     parse_error_line,
 )
@@ -98,7 +99,10 @@ class VllmOptMain(xDSLOptMain):
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
         text = chunk.read()
-        self._source_text = text.decode("utf-8", errors="replace")
+        try:
+            self._source_text = text.decode("utf-8")
+        except UnicodeDecodeError as e:  # xDSL's message names neither the file nor where
+            raise UserError(not_utf8_line(self.get_input_name(), text, e, start_offset)) from None
         from io import BytesIO
 
         try:
