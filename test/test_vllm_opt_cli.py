@@ -361,6 +361,28 @@ def test_binary_input_in_a_later_split_chunk_counts_the_lines_before(tmp_path: P
     assert result.stderr == f"{path}:6:1: error: not UTF-8 text (byte 0xc3)\n"
 
 
+def test_an_unknown_provider_in_priority_is_a_bad_option():
+    """Reported as the pass option it is, before the input is read (here: not IR at all),
+    with the providers that exist; not against the first node that uses it."""
+    for stdin in (GOOD_NORM, "this is not IR\n"):
+        result = run_opt("--lower-dispatch=priority=nonexistent,native", stdin=stdin)
+        assert result.returncode == 1
+        assert result.stderr.startswith(
+            "vllm-opt: error: pass 'lower-dispatch': option 'priority': unknown provider "
+            "'nonexistent' (known: cuda, native, "), result.stderr
+        assert result.stderr.endswith(", auto)\n") and result.stderr.count("\n") == 1
+
+
+def test_an_unknown_provider_in_the_environment_names_the_variable(monkeypatch):
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "rms_norm=nonexistent")
+    result = run_opt("--lower-dispatch=target=cpu", stdin=GOOD_NORM)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "stdin: error: lower-dispatch: VLLM_XDSL_PRIORITY: unknown provider 'nonexistent' "
+        "(known: "), result.stderr
+    assert result.stderr.count("\n") == 1
+
+
 def test_targets_are_the_ones_that_print_this_projects_ir():
     result = run_opt("-t", "csl", stdin=GOOD_NORM)
     assert result.returncode == 2
