@@ -227,14 +227,45 @@ def test_provider_without_dialect_is_called_at_run_time(swap_impl) -> None:
 @pytest.mark.parametrize("target,priority,message", [
     ("tpu", None, "lower-dispatch: unknown target 'tpu' (expected one of cuda, rocm, cpu)"),
     ("cpu", "rms_norm=triton;rms_norm=native",
-     "lower-dispatch: bad priority 'rms_norm=triton;rms_norm=native': op 'rms_norm' listed twice"),
-    ("cpu", "rms_norm=nope", "@layer %y: rms_norm: unknown provider 'nope' in priority (explicit)"),
+     "lower-dispatch: option 'priority': bad priority 'rms_norm=triton;rms_norm=native': "
+     "op 'rms_norm' listed twice"),
+    # The option's error, not the first node's that uses it.
+    ("cpu", "rms_norm=nope",
+     "lower-dispatch: option 'priority': unknown provider 'nope' (known: cuda, native, "),
 ])
 def test_errors_are_one_clear_line(target, priority, message) -> None:
     with pytest.raises(DispatchError) as info:
         lower_dispatch(_parse(LAYER), target, priority)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
     assert not getattr(info.value, "__notes__", None)  # no module dump attached
+
+
+def test_an_unknown_provider_is_found_before_any_op_is_lowered() -> None:
+    """Also one that only a later op's list reaches: the module is left as it was."""
+    module = _parse(LAYER)
+    before = str(module)
+    with pytest.raises(DispatchError, match=r"^lower-dispatch: option 'priority': unknown "
+                       r"provider 'nope' \(known: .*\bnative\b.*\)$"):
+        lower_dispatch(module, "cpu", "rms_norm=native;silu_and_mul=nope")
+    assert str(module) == before
+
+
+def test_the_pass_rejects_a_bad_priority_when_it_is_made() -> None:
+    with pytest.raises(ValueError, match=r"^option 'priority': unknown provider 'nope' "):
+        LowerDispatchPass(priority="native,nope")
+    with pytest.raises(ValueError, match=r"^unknown target 'tpu' "):
+        LowerDispatchPass(target="tpu")
+    LowerDispatchPass(target="cpu", priority="rms_norm=triton,native")  # fine ones are
+
+
+def test_an_unknown_provider_in_the_environment_names_the_variable(monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "rms_norm=nope")
+    module = _parse(LAYER)
+    before = str(module)
+    with pytest.raises(DispatchError, match=r"^lower-dispatch: VLLM_XDSL_PRIORITY: unknown "
+                       r"provider 'nope' \(known: "):
+        lower_dispatch(module, "cpu")
+    assert str(module) == before
 
 
 def test_forced_impl_that_rejects_the_arguments(swap_impl) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -73,8 +74,37 @@ def test_nothing_compared_fails_and_says_what_is_needed(scratch, capsys):
     assert main(["--op", "silu_and_mul", "--provider", "t_never"]) == 1
     out = capsys.readouterr().out
     assert all(v[0] == "SKIP" for v in rows(out, "t_never").values())
-    assert "3 rows, 0 failed\nnothing was checked" in out
-    assert "  t_never: needs TRITON_INTERPRET=1" in out
+    # The summary line itself says why the exit is 1 (not "3 rows, 0 failed").
+    assert ("3 rows, none compared: nothing was checked (every row is UNAVAILABLE or SKIP)"
+            "\n  t_never: needs TRITON_INTERPRET=1\n") in out
+    assert "0 failed" not in out
+
+
+def test_triton_on_cpu_without_the_interpreter_compares_nothing():
+    """The issue's run: every row SKIP (or UNAVAILABLE without Triton), on any machine."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "vllm_xdsl.verify", "--provider", "triton",
+                        "--device", "cpu", "--op", "silu_and_mul"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert ("\n3 rows, none compared: nothing was checked (every row is UNAVAILABLE or SKIP)"
+            "\n  triton: ") in p.stdout
+
+
+def test_the_summary_line_agrees_with_the_exit_status():
+    from vllm_xdsl.verify import Row, summary
+
+    passed, failed = Row("op", "p", "f16", passed=2), Row("op", "p", "f32", failure="x")
+    skipped = Row("op", "q", "f16", skipped=["needs a GPU"])
+    unavailable = Row("op", "r", "f16", unavailable="no CUDA")
+    assert summary([passed, skipped]) == ("2 rows, 0 failed", True)
+    assert summary([passed, failed]) == ("2 rows, 1 failed", False)
+    assert summary([passed], load_errors=1) == ("1 rows, 0 failed, 1 load errors", False)
+    text, ok = summary([skipped, unavailable])
+    assert not ok
+    assert text.splitlines()[:3] == [
+        "2 rows, none compared: nothing was checked (every row is UNAVAILABLE or SKIP)",
+        "  q: needs a GPU", "  r: no CUDA"]
 
 
 def test_raising_impl_fails(scratch, capsys):

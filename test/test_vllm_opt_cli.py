@@ -313,3 +313,80 @@ def test_pass_flag_options_are_quoted_for_the_pipeline_parser():
 def test_pass_flag_option_without_value_is_an_error():
     with pytest.raises(ValueError, match="must be key=value"):
         split_pass_flags(["--lower-dispatch=cpu"], {"lower-dispatch"})
+
+
+EXAMPLE = ROOT / "vllm_xdsl" / "examples" / "llama_decoder_layer.mlir"
+
+
+def test_a_file_cut_off_after_a_line_says_end_of_file(tmp_path: Path):
+    """A region whose `}` is missing: xDSL's own message is empty (" in block definition")."""
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "func.func" in line)
+    cut = tmp_path / "cut.mlir"
+    # Keep lines[:n]: cuts spread over the module (every one takes a parse of it), the
+    # first and the last among them.
+    for n in sorted({*range(first + 1, len(lines), 10), len(lines) - 1}):
+        cut.write_text("".join(lines[:n]))
+        result = run_opt(str(cut))
+        assert (result.returncode, result.stderr) == (
+            1, f"{cut}:{n + 1}:1: error: unexpected end of file in block definition "
+               "(missing '}'?)\n"), f"cut after line {n}"
+
+
+def test_a_stray_token_where_an_op_or_block_goes_is_named():
+    result = run_opt(stdin="func.func @f() {\n  )\n}\n")
+    assert result.returncode == 1
+    assert result.stderr == ("stdin:2:3: error: unexpected ')' in block definition "
+                             "(expected an operation, a block label or '}')\n")
+
+
+@pytest.mark.parametrize("data,where,byte", [
+    (bytes([0x97, 0x13, 0xFE, 0x00]) * 50, "1:1", "0x97"),  # random bytes
+    (b"func.func @f() {\n  func.return\xff\n}\n", "2:14", "0xff"),
+])
+def test_binary_input_is_named_with_where_it_stops_being_text(tmp_path: Path, data: bytes,
+                                                              where: str, byte: str):
+    path = tmp_path / "x.mlir"
+    path.write_bytes(data)
+    result = run_opt(str(path))
+    assert result.returncode == 1
+    assert result.stderr == f"{path}:{where}: error: not UTF-8 text (byte {byte})\n"
+
+
+def test_binary_input_in_a_later_split_chunk_counts_the_lines_before(tmp_path: Path):
+    path = tmp_path / "split.mlir"
+    path.write_bytes(b"func.func @f() {\n  func.return\n}\n// -----\nfunc.func @g() {\n\xc3(\n}\n")
+    result = run_opt(str(path), "--split-input-file")
+    assert result.returncode == 1
+    assert result.stderr == f"{path}:6:1: error: not UTF-8 text (byte 0xc3)\n"
+
+
+def test_an_unknown_provider_in_priority_is_a_bad_option():
+    """Reported as the pass option it is, before the input is read (here: not IR at all),
+    with the providers that exist; not against the first node that uses it."""
+    for stdin in (GOOD_NORM, "this is not IR\n"):
+        result = run_opt("--lower-dispatch=priority=nonexistent,native", stdin=stdin)
+        assert result.returncode == 1
+        assert result.stderr.startswith(
+            "vllm-opt: error: pass 'lower-dispatch': option 'priority': unknown provider "
+            "'nonexistent' (known: cuda, native, "), result.stderr
+        assert result.stderr.endswith(", auto)\n") and result.stderr.count("\n") == 1
+
+
+def test_an_unknown_provider_in_the_environment_names_the_variable(monkeypatch):
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "rms_norm=nonexistent")
+    result = run_opt("--lower-dispatch=target=cpu", stdin=GOOD_NORM)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "stdin: error: lower-dispatch: VLLM_XDSL_PRIORITY: unknown provider 'nonexistent' "
+        "(known: "), result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_targets_are_the_ones_that_print_this_projects_ir():
+    result = run_opt("-t", "csl", stdin=GOOD_NORM)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(  # argparse's prog: here, pytest's
+        ": error: argument -t/--target: invalid choice: 'csl' (choose from mlir, triton)")
+    result = run_opt("-t", "mlir", stdin=GOOD_NORM)
+    assert result.returncode == 0 and "vllm.rms_norm" in result.stdout

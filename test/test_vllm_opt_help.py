@@ -7,6 +7,8 @@ import dataclasses
 import subprocess
 import sys
 from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import ClassVar
 
 import pytest
 from xdsl.context import Context
@@ -109,7 +111,7 @@ def test_new_options_show_up_and_undocumented_ones_say_so():
     assert "      forgotten: bool (default: true)\n          " + UNDOCUMENTED in text
 
 
-def test_only_help_imports_the_pass_modules():
+def test_a_plain_run_imports_no_pass_module():
     """A plain run keeps vllm-opt's lazy start: no pass module is imported to build argv."""
     code = (
         "import sys; from vllm_xdsl.tools.vllm_opt import VllmOptMain; VllmOptMain(['x.mlir']);"
@@ -119,3 +121,76 @@ def test_only_help_imports_the_pass_modules():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_help_imports_neither_torch_nor_a_pass():
+    """--help reads the passes' source: importing them would import torch (seconds)."""
+    code = (
+        "import sys\n"
+        "from vllm_xdsl.tools.vllm_opt import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert not e.code\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')"
+        " or m.startswith('vllm_xdsl.transforms.') or m.startswith('xdsl.transforms.')),"
+        " file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "  --lower-dispatch" in result.stdout  # the help was printed, with the passes
+    assert result.stderr.strip() == "[]"
+
+
+def test_only_the_targets_that_print_this_projects_ir(help_text: str):
+    from vllm_xdsl.tools.vllm_opt import VllmOptMain
+
+    assert list(VllmOptMain(["x.mlir"]).available_targets) == ["mlir", "triton"]
+    assert "Available targets are: mlir,triton" in " ".join(help_text.split())
+
+
+@dataclass(frozen=True)
+class _BasePass(ModulePass):
+    """A base with options."""
+
+    name = "base-pass"
+
+    level: int = 1
+    """The level."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        pass
+
+
+class _Mixin:
+    not_a_field: int = 5  # not a dataclass: no option
+    """Not an option."""
+
+
+@dataclass(frozen=True)
+class _DerivedPass(_Mixin, _BasePass):
+    """Options inherited, redeclared and new."""
+
+    name = "derived-pass"
+    kind: ClassVar[str] = "no option either"
+
+    level: int = 2
+    names: tuple[str, ...] = dc_field(default=("a", "b"))
+    """The names."""
+    made: tuple[int, ...] = dc_field(default_factory=tuple)
+    """Computed."""
+    limit: float | None = None
+    """A limit."""
+
+
+def test_options_read_from_source_are_the_dataclass_fields():
+    """Inherited, redeclared (keeps its place and its docstring), field(...) and ClassVar:
+    the source reader agrees with dataclasses.fields of the imported class."""
+    entry = pass_help("derived-pass", _DerivedPass)
+    assert entry.description == "Options inherited, redeclared and new."
+    assert [o.name for o in entry.options] == [
+        f.name.replace("_", "-") for f in dataclasses.fields(_DerivedPass)]
+    assert [(o.name, o.type, o.default, o.meaning) for o in entry.options] == [
+        ("level", "int", "2", "The level."),
+        ("names", "tuple[str, ...]", "('a', 'b')", "The names."),
+        ("made", "tuple[int, ...]", "computed", "Computed."),
+        ("limit", "float", "unset", "A limit."),
+    ]

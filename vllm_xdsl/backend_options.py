@@ -111,21 +111,15 @@ def _check_passes(passes: list[str] | tuple[str, ...]) -> None:
 
 
 def _check_priority(priority: Any) -> None:
-    from vllm_xdsl.ops import DispatchError, parse_priority, registry
+    from vllm_xdsl.ops.policy import DispatchError, check_priority
 
     if not isinstance(priority, str):
         raise OptionsError(f"option 'priority' must be a string like "
                            f"'rms_norm=triton,native', got {priority!r}")
     try:
-        parsed = parse_priority(priority)
+        check_priority(priority, "option 'priority'")
     except DispatchError as e:
-        raise OptionsError(f"option 'priority': {e}") from None
-    lists = [choices for _, choices in parsed.per_op] + [parsed.default or ()]
-    for choice in (c for choices in lists for c in choices):
-        if choice.provider != "auto" and not registry.is_known_provider(choice.provider):
-            known = sorted(registry.registered_providers() | set(registry.BUILTIN_PROVIDERS))
-            raise OptionsError(f"option 'priority': unknown provider "
-                               f"{choice.provider!r} (known: {', '.join([*known, 'auto'])})")
+        raise OptionsError(str(e)) from None
 
 
 def _pass_options(given: Any, passes: tuple[str, ...]) -> dict[str, dict[str, Any]]:

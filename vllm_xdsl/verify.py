@@ -7,8 +7,8 @@ tolerances, but for fp8 values the ">= 99 % exactly equal" rate: each value must
 one step in every case, and the rate holds over all shapes of a case (same op, dtype,
 scheme, variant) together, as the tests apply it; one flip in a 64-value tensor is no rate. Exit status 1 on any FAIL, on a
 provider load error, or when no row was compared at all (every row UNAVAILABLE or SKIP:
-the summary then says what the providers need, e.g. TRITON_INTERPRET=1 or a GPU); 2 on bad
-arguments.
+the summary line then says "none compared", and the lines after it what the providers need,
+e.g. TRITON_INTERPRET=1 or a GPU); 2 on bad arguments.
 
     python -m vllm_xdsl.verify [--provider P] [--op OP] [--full] [--device cpu|cuda]
 
@@ -184,24 +184,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 status, detail = r.status()
                 print(f"{r.op:<{width}}  {r.provider:<10} {r.dtype:<9} {status:<11} {detail}",
                       flush=True)
-    failed = sum(r.status()[0] == "FAIL" for r in rows)
     print(FP8_RATE_NOTE)
-    print(f"{len(rows)} rows, {failed} failed" + (f", {len(errors)} load errors" if errors else ""))
-    compared = sum(r.status()[0] in ("PASS", "FAIL") for r in rows)
-    if compared == 0:
-        print(nothing_compared(rows))
-    return 1 if failed or errors or compared == 0 else 0
+    text, ok = summary(rows, len(errors))
+    print(text)
+    return 0 if ok else 1
 
 
-def nothing_compared(rows: Sequence[Row]) -> str:
-    """Why no row was checked: the first reason each provider gave (what it needs)."""
+def summary(rows: Sequence[Row], load_errors: int = 0) -> tuple[str, bool]:
+    """The closing lines and whether the run passed. Its first line says what the exit
+    status means: how many rows failed, or that none was compared at all (then the
+    following lines say what each provider needs), and any load errors."""
+    statuses = [r.status()[0] for r in rows]
+    failed = statuses.count("FAIL")
+    compared = failed + statuses.count("PASS")
+    errors = f", {load_errors} load errors" if load_errors else ""
+    if compared:
+        return f"{len(rows)} rows, {failed} failed{errors}", not failed and not load_errors
+    lines = [f"{len(rows)} rows, none compared{errors}: nothing was checked "
+             f"(every row is UNAVAILABLE or SKIP)"]
     needs: dict[str, str] = {}
     for r in rows:
         needs.setdefault(r.provider, r.unavailable or (r.skipped[0] if r.skipped else "no cases"))
-    lines = ["nothing was checked: no row was compared (every row is UNAVAILABLE or SKIP)"]
     lines += [f"  {provider}: {why}" for provider, why in needs.items()]
     lines.append("  (--provider native checks the torch custom ops, on any machine)")
-    return "\n".join(lines)
+    return "\n".join(lines), False
 
 
 if __name__ == "__main__":

@@ -15,14 +15,14 @@
 // RUN: not vllm-opt %s --split-input-file --lower-dispatch="priority=rms_nrom=triton" 2>&1 | filecheck %s --check-prefix=BAD-OP
 // RUN: not vllm-opt %s --split-input-file --lower-dispatch=tagret=cpu 2>&1 | filecheck %s --check-prefix=BAD-OPTION
 
-// UNKNOWN: {{.*}}lower-dispatch.mlir: error: @layer %y: rms_norm: unknown provider 'fancy' in priority (explicit); known providers: {{.*}}cuda, native, rocm, triton
+// UNKNOWN: vllm-opt: error: pass 'lower-dispatch': option 'priority': unknown provider 'fancy' (known: {{.*}}cuda, native, rocm, triton{{.*}})
 // UNKNOWN-NOT: Traceback
 // FORCED: {{.*}}lower-dispatch.mlir: error: @layer %m: silu_and_mul: implementation silu_and_mul:cuda is forced by priority (explicit) but cannot run: the cuda kernels serve the cuda target, not rocm
 // FORCED-NOT: Traceback
 // FORCED-ARGS: {{.*}}lower-dispatch.mlir: error: @layer %gq: per_token_group_fp8_quant: implementation per_token_group_fp8_quant:triton is forced by priority (explicit) but cannot run: group_size 96 is not a power of two
-// BAD-TARGET: {{.*}}lower-dispatch.mlir: error: lower-dispatch: unknown target 'tpu' (expected one of cuda, rocm, cpu)
-// BAD-PRIO: {{.*}}lower-dispatch.mlir: error: lower-dispatch: bad priority 'rms_norm=triton,,native' for rms_norm: '' is not a provider name
-// BAD-OP: {{.*}}lower-dispatch.mlir: error: lower-dispatch: bad priority 'rms_nrom=triton': unknown op 'rms_nrom'
+// BAD-TARGET: vllm-opt: error: pass 'lower-dispatch': unknown target 'tpu' (expected one of cuda, rocm, cpu)
+// BAD-PRIO: vllm-opt: error: pass 'lower-dispatch': option 'priority': bad priority 'rms_norm=triton,,native' for rms_norm: '' is not a provider name
+// BAD-OP: vllm-opt: error: pass 'lower-dispatch': option 'priority': bad priority 'rms_nrom=triton': unknown op 'rms_nrom'
 // BAD-OPTION: vllm-opt: error: pass 'lower-dispatch' has no option 'tagret' (options: target, priority, report)
 // BAD-OPTION-NOT: Traceback
 

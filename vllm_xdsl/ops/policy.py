@@ -97,6 +97,26 @@ def parse_priority(text: str) -> Priority:
     return Priority(text, tuple(per_op.items()), default)
 
 
+def check_priority(text: str, source: str) -> Priority:
+    """`text` parsed, every provider it names known; DispatchError `<source>: ...` naming
+    the known providers otherwise. Options (torch.compile's `priority`, lower-dispatch's
+    `priority`, VLLM_XDSL_PRIORITY) are checked so before any op is dispatched: `select`
+    would find an unknown provider only at the first op whose list reaches it."""
+    try:
+        parsed = parse_priority(text)
+    except DispatchError as e:
+        raise DispatchError(f"{source}: {e}") from None
+    lists = [choices for _, choices in parsed.per_op] + [parsed.default or ()]
+    for choice in (c for choices in lists for c in choices):
+        # native and auto are known without loading the providers.
+        if choice.provider not in ("native", AUTO) and not registry.is_known_provider(
+                choice.provider):
+            known = sorted(registry.registered_providers() | set(registry.BUILTIN_PROVIDERS))
+            raise DispatchError(f"{source}: unknown provider {choice.provider!r} "
+                                f"(known: {', '.join([*known, AUTO])})")
+    return parsed
+
+
 def _as_priority(p: str | Priority | None) -> Priority | None:
     return parse_priority(p) if isinstance(p, str) else p
 

@@ -31,7 +31,36 @@ def one_line(error: BaseException) -> str:
 
 def parse_error_line(error: ParseError, line_offset: int) -> str:
     loc = error.span.get_location()
-    return f"{loc.file}:{loc.line + line_offset}:{loc.col}: error: {error.msg}"
+    return f"{loc.file}:{loc.line + line_offset}:{loc.col}: error: {parse_error_message(error)}"
+
+
+def parse_error_message(error: ParseError) -> str:
+    """xDSL's message, or one where it has none.
+
+    Some of xDSL's parse errors carry only their context, the head left out: a region
+    whose `}` is missing (a file cut off after its last complete line) fails to parse a
+    block label and says " in block definition". Those get what the parser found there."""
+    if error.msg.strip() and not error.msg.startswith(" "):
+        return error.msg
+    span = error.span
+    at_end = span.start >= len(span.input.content)
+    found = "end of file" if at_end else repr(span.content.decode("utf-8", "replace")
+                                              if isinstance(span.content, bytes)
+                                              else span.content)
+    context = error.msg.strip()
+    if context == "in block definition":
+        hint = "missing '}'?" if at_end else "expected an operation, a block label or '}'"
+        return f"unexpected {found} in block definition ({hint})"
+    return f"unexpected {found}" + (f" {context}" if context else "")
+
+
+def not_utf8_line(name: str, data: bytes, error: UnicodeDecodeError, line_offset: int) -> str:
+    """`name:line:col: error: not UTF-8 text (byte 0x..)` for input that is not text; the
+    column counts bytes, as xDSL's do for byte input."""
+    start = error.start
+    line = data.count(b"\n", 0, start) + 1 + line_offset
+    col = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    return f"{name}:{line}:{col}: error: not UTF-8 text (byte 0x{data[start]:02x})"
 
 
 def locate_failing_op(module: ModuleOp, source: str) -> tuple[tuple[int, int] | None, str] | None:

@@ -26,6 +26,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from vllm_xdsl.tools.diagnostics import (
     UserError,
     locate_failing_op,
+    not_utf8_line,
     one_line,
     parse_error_line,
 )
@@ -34,6 +35,9 @@ from vllm_xdsl.tools.pass_flags import split_pass_flags
 TARGETS = {
     "triton": ("vllm_xdsl.backends.triton.target", "TritonSourceTarget"),
 }
+# xDSL's targets that print this project's IR: `mlir`, the default, the text form (its
+# generic form with --print-op-generic).
+XDSL_TARGETS = ("mlir",)
 
 
 class VllmOptMain(xDSLOptMain):
@@ -42,7 +46,7 @@ class VllmOptMain(xDSLOptMain):
     def __init__(self, args: Sequence[str] | None = None) -> None:
         self._source_text = ""
         given = sys.argv[1:] if args is None else args
-        # Only --help pays for importing every pass (it reads their options).
+        # Only --help reads the passes' options (from their source: no pass is imported).
         self._help_requested = any(a in ("-h", "--help") for a in given)
         super().__init__(description="vllm-xdsl optimizer driver", args=args)
 
@@ -69,7 +73,12 @@ class VllmOptMain(xDSLOptMain):
         import importlib
         import importlib.util
 
-        super().register_all_targets()
+        from xdsl.targets import get_all_targets
+
+        # Not xDSL's others (arm-asm, csl, wgsl, ...): they print dialects we do not load.
+        xdsl_targets = get_all_targets()
+        for name in XDSL_TARGETS:
+            self.available_targets[name] = xdsl_targets[name]
         for name, (module, cls) in TARGETS.items():
             if importlib.util.find_spec(module) is not None:
                 # A factory without parameters: xdsl-opt calls one with parameters as a
@@ -90,7 +99,10 @@ class VllmOptMain(xDSLOptMain):
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
         text = chunk.read()
-        self._source_text = text.decode("utf-8", errors="replace")
+        try:
+            self._source_text = text.decode("utf-8")
+        except UnicodeDecodeError as e:  # xDSL's message names neither the file nor where
+            raise UserError(not_utf8_line(self.get_input_name(), text, e, start_offset)) from None
         from io import BytesIO
 
         try:

@@ -2,6 +2,8 @@
 
 Each pass is a frozen-dataclass `ModulePass` in a module of its own; this table maps the
 pass name to `(module, class name)` and nothing is imported until a pass is asked for.
+`vllm-opt --help` reads the passes' options from their source through the same table
+(vllm_xdsl.tools.pass_help), so that printing them imports no pass (nor torch).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the table is read where xDSL must not load (the backend's option check)
@@ -29,18 +31,23 @@ XDSL_PASSES: dict[str, tuple[str, str]] = {
 }
 
 
-def _loader(module: str, class_name: str) -> Callable[[], type[ModulePass]]:
-    def load() -> type[ModulePass]:
-        return getattr(importlib.import_module(module), class_name)
+@dataclass(frozen=True)
+class PassRef:
+    """A pass class by where it is declared: calling it imports the class (xDSL's pass
+    factory); reading `module` and `class_name` imports nothing."""
 
-    return load
+    module: str
+    class_name: str
+
+    def __call__(self) -> type[ModulePass]:
+        return getattr(importlib.import_module(self.module), self.class_name)
 
 
-def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+def available_passes() -> dict[str, PassRef]:
     """Pass name -> factory of its class, for every pass whose module is installed."""
     table = {**XDSL_PASSES, **PASS_MODULES}
     return {
-        name: _loader(module, cls)
+        name: PassRef(module, cls)
         for name, (module, cls) in table.items()
         if importlib.util.find_spec(module) is not None
     }

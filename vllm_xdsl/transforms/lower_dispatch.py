@@ -42,7 +42,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
-from vllm_xdsl.ops.policy import AUTO, Priority
+from vllm_xdsl.ops.policy import AUTO, ENV_VAR, Priority, check_priority, env_text
 from vllm_xdsl.transforms import dispatch_auto
 from vllm_xdsl.transforms.dispatch_args import meta_args
 from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
@@ -229,18 +229,17 @@ def _unit():  # noqa: ANN202
     return UnitAttr()
 
 
-def check_options(target: str, priority: str | Priority | None) -> Priority | None:
-    """Validate the options; DispatchError with one clear line otherwise."""
+def check_options(target: str, priority: str | Priority | None,
+                  prefix: str = "lower-dispatch: ") -> Priority | None:
+    """Validate the options (a priority's providers too); DispatchError with one clear line
+    otherwise, starting with `prefix`."""
     if target not in TARGETS:
         raise DispatchError(
-            f"lower-dispatch: unknown target {target!r} (expected one of {', '.join(TARGETS)})"
+            f"{prefix}unknown target {target!r} (expected one of {', '.join(TARGETS)})"
         )
     if not isinstance(priority, str):
         return priority
-    try:
-        return parse_priority(priority) if priority else None
-    except DispatchError as e:
-        raise DispatchError(f"lower-dispatch: {e}") from None
+    return check_priority(priority, f"{prefix}option 'priority'") if priority else None
 
 
 def module_target(module: ModuleOp) -> str:
@@ -262,12 +261,16 @@ def lower_dispatch(
     explicit source; without it (or for ops it does not name) the same sources as eager
     dispatch decide: `ops.set_priority`, then VLLM_XDSL_PRIORITY, then the target default.
 
-    Raises DispatchError (one line naming the node, op, impl and reason) for a bad
-    option, an unknown provider or a forced impl that cannot run.
+    Raises DispatchError, one line, before any op is lowered for a bad option (a provider
+    that `priority` or VLLM_XDSL_PRIORITY names and no one registered included), and naming
+    the node, op, impl and reason for a forced impl that cannot run.
     """
     global LAST_REPORT
     target = target or module_target(module)
     parsed = check_options(target, priority)
+    env = env_text()
+    if env:  # the source for the ops `priority` does not name, checked before any op too
+        check_priority(env, f"lower-dispatch: {ENV_VAR}")
     report = DispatchReport()
     pattern = LowerSemanticOp(target, parsed, report, printed_names(module))
     try:
@@ -294,6 +297,14 @@ class LowerDispatchPass(ModulePass):
 
     report: bool = False
     """Print the dispatch report (chosen impl per op, rejected candidates) to stderr."""
+
+    def __post_init__(self) -> None:
+        # A bad target or priority is a bad option, reported when the pass is made (by
+        # vllm-opt as such, before the input is read), not at the first op it concerns.
+        try:
+            check_options(self.target or "cuda", self.priority, prefix="")
+        except DispatchError as e:
+            raise ValueError(str(e)) from None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
