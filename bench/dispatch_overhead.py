@@ -61,13 +61,16 @@ def measure(op_name: str, tokens: int, rounds: int, n: int) -> tuple[float, floa
     return best["eager"], best["direct"], op.explain(*args).provider
 
 
-def pure_overhead(rounds: int, n: int) -> tuple[float, float]:
-    """Dispatch to a no-op impl vs calling that no-op: the dispatch cost alone (seconds)."""
+def pure_overhead(rounds: int, n: int, checked: bool) -> tuple[float, float]:
+    """Dispatch to a no-op impl vs calling that no-op: the dispatch cost alone (seconds).
+
+    `checked`: the impl has an argument check, so the decision depends on the arguments and
+    is cached under the full key (dtypes, shapes); otherwise it is cached per device."""
 
     def noop(x, weight, epsilon, variance_size=None):  # same signature as the native
         return x
 
-    ops.rms_norm.register_impl("bench_noop")(noop)
+    ops.rms_norm.register_impl("bench_noop", supports_args=(lambda **_: True) if checked else None)(noop)
     try:
         args = make_args("rms_norm", 1)
         with ops.priority("rms_norm=bench_noop"):
@@ -88,9 +91,10 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=20, help="calls per timed batch")
     a = p.parse_args()
     torch.set_num_threads(1)  # steadier timings; the ratio is what matters
-    eager, direct = pure_overhead(a.rounds, a.calls)
-    print(f"dispatch alone (rms_norm, no-op impl): {(eager - direct) * 1e9:.0f} ns per call "
-          f"({eager * 1e9:.0f} ns dispatched vs {direct * 1e9:.0f} ns direct)")
+    for checked, what in ((False, "no-op impl"), (True, "no-op impl with supports_args")):
+        eager, direct = pure_overhead(a.rounds, a.calls, checked)
+        print(f"dispatch alone (rms_norm, {what}): {(eager - direct) * 1e9:.0f} ns per call "
+              f"({eager * 1e9:.0f} ns dispatched vs {direct * 1e9:.0f} ns direct)")
     print(f"{'op':<22} {'tokens':>6} {'impl':<8} {'eager us':>9} {'direct us':>9} {'ratio':>6}")
     for op_name in a.ops.split(","):
         for t in TOKENS:

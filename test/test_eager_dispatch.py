@@ -173,8 +173,9 @@ def test_all_ops_dispatch_eagerly_to_native():
 
 def test_cache_key_is_cheap(clean):
     # The key must hash in ~100 ns: no Priority values (hashing those costs microseconds),
-    # only a plain token object, devices, dtypes, shapes and scalars.
-    clean(ops.rms_norm, "t_k", counting_rms([]))
+    # only a plain token object, devices, dtypes, shapes and scalars. An argument check
+    # makes the decision depend on the arguments, so the full key is used.
+    clean(ops.rms_norm, "t_k", counting_rms([]), supports_args=lambda **_: True)
     ops.set_priority("rms_norm=t_k")
     x, w = xw()
     ops.rms_norm(x, w, 1e-6)
@@ -182,3 +183,76 @@ def test_cache_key_is_cheap(clean):
     assert type(key[0]) is object
     cheap = (object, torch.device, torch.dtype, torch.Size, float, type(None))
     assert all(type(v) in cheap for v in key), [type(v) for v in key]
+    assert not ops.rms_norm._device_cache.by_device
+
+
+def counting_select(monkeypatch):
+    """Count the decisions eager dispatch makes (calls of `select`)."""
+    from vllm_xdsl.ops import eager
+
+    made = []
+
+    def select(*args, **kwargs):
+        made.append(args[0].name)
+        return real(*args, **kwargs)
+
+    real = eager.select
+    monkeypatch.setattr(eager, "select", select)
+    return made
+
+
+def test_cached_call_does_not_select(clean, monkeypatch):
+    made = counting_select(monkeypatch)
+    clean(ops.rms_norm, "t_s", counting_rms([]), supports_args=lambda **_: True)
+    x, w = xw()
+    for priority in ("rms_norm=t_s", None):  # full key (argument check), device key (none)
+        ops.set_priority(priority)
+        made.clear()
+        for _ in range(3):
+            ops.rms_norm(x, w, 1e-6)
+        ops.fused_add_rms_norm.maybe_inplace(x.clone(), x.clone(), w, 1e-6)
+        ops.fused_add_rms_norm.maybe_inplace(x.clone(), x.clone(), w, 1e-6)
+        assert made == ["rms_norm", "fused_add_rms_norm"], priority
+
+
+def test_decision_without_argument_check_cached_per_device(clean, monkeypatch):
+    # Native on the CPU reads no argument: one decision serves every dtype and shape on
+    # the device, cached by (policy, device) without the full key.
+    made = counting_select(monkeypatch)
+    op = ops.rms_norm
+    for tokens, dtype in ((3, torch.bfloat16), (5, torch.bfloat16), (3, torch.float32)):
+        x, w = xw(tokens, dtype=dtype)
+        assert torch.equal(op(x, w, 1e-6), op.native(x, w, 1e-6))
+    op(x, None, 1e-6)
+    assert made == ["rms_norm"]
+    by_device = op._device_cache
+    assert not op._cache and by_device.token is ops.policy.STATE.token
+    assert list(by_device.by_device) == [x.device]
+    # Another device is decided on its own.
+    m = torch.empty(3, 64, device="meta")
+    assert op(m, None, 1e-6).device.type == "meta"
+    assert made == ["rms_norm", "rms_norm"]
+
+
+def test_cached_per_device_decision_follows_policy_and_registrations(clean, monkeypatch):
+    calls = []
+    x, w = xw()
+    clean(ops.silu_and_mul, "t_late", lambda x, up=None: x)  # a provider, not of rms_norm yet
+    ops.set_priority("rms_norm=t_late,native")  # native
+    ops.rms_norm(x, w, 1e-6)
+    assert ops.rms_norm._device_cache.by_device and calls == []
+    clean(ops.rms_norm, "t_late", counting_rms(calls))  # registering drops the decision
+    ops.rms_norm(x, w, 1e-6)
+    assert calls == [(3, 64)]
+    ops.set_priority(None)  # native again
+    ops.rms_norm(x, w, 1e-6)
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "t_late")
+    ops.rms_norm(*xw(tokens=4), 1e-6)
+    assert calls == [(3, 64), (4, 64)]
+    # An argument check added later makes the decision depend on the arguments again.
+    clean(ops.rms_norm, "t_f16", counting_rms(calls),
+          supports_args=lambda x, **_: x.dtype == torch.float16 or "f16 only")
+    monkeypatch.setenv("VLLM_XDSL_PRIORITY", "t_f16,native")
+    ops.rms_norm(x, w, 1e-6)
+    ops.rms_norm(*xw(dtype=torch.float16), 1e-6)
+    assert calls == [(3, 64), (4, 64), (3, 64)]

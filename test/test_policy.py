@@ -107,6 +107,33 @@ def test_select_skips_and_records(clean):
     assert ops.select("rms_norm", small, "t_off,t_args,t_ok").provider == "t_args"
 
 
+def test_select_says_whether_it_read_the_arguments(clean):
+    # uses_args False lets eager dispatch cache a decision per device alone: it must be
+    # False only when no supports_args was asked, whichever way the choice went.
+    clean(ops.rms_norm, "t_off", supported="no GPU")
+    clean(ops.rms_norm, "t_args", supports_args=lambda x, **_: x.shape[-1] <= 1024 or "big")
+    clean(ops.rms_norm, "t_ok")
+    cases = {
+        "native": ("native", False),
+        "t_ok": ("t_ok", False),
+        "t_off,t_ok": ("t_ok", False),  # rejected for the target, not for the arguments
+        "t_nosuch_impl_here,t_ok": None,  # unknown provider: an error, not a decision
+        "t_args,t_ok": ("t_ok", True),  # rejected by its argument check
+        "t_ok,t_args": ("t_ok", False),  # decided before the check would be asked
+        "t_off,t_args": ("native", True),
+    }
+    for text, want in cases.items():
+        if want is None:
+            with pytest.raises(DispatchError, match="unknown provider"):
+                ops.select("rms_norm", ARGS, text, target="cuda")
+            continue
+        d = ops.select("rms_norm", ARGS, text, target="cuda")
+        assert (d.provider, d.uses_args) == want, text
+    small = {**ARGS, "x": TensorMeta(BF16, (None, 64), "cuda")}
+    d = ops.select("rms_norm", small, "t_args,t_ok", target="cuda")
+    assert (d.provider, d.uses_args) == ("t_args", True)  # accepted by its check
+
+
 def test_select_platform_default_order():
     d = ops.select(ops.rms_norm, {**ARGS, "x": TensorMeta(BF16, (3, 64), "cpu")}, target="cpu")
     assert (d.provider, d.rejected) == ("native", [])

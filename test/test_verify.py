@@ -135,6 +135,28 @@ def test_bad_args(argv, msg, capsys):
     assert msg in err and err.count("\n") == 1
 
 
+def test_cuda_device_without_cuda(monkeypatch, capsys):
+    # A CPU-only torch (or no visible GPU): one line naming the problem, not a traceback
+    # from the first tensor made on the device.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as e:
+        main(["--device", "cuda", "--op", "silu_and_mul", "--provider", "native"])
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("vllm_xdsl.verify: error: --device cuda: torch ")
+    assert "has no CUDA device (torch.cuda.is_available() is False)" in err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without a CUDA device")
+def test_cuda_device_without_cuda_subprocess():
+    p = subprocess.run([sys.executable, "-m", "vllm_xdsl.verify", "--device", "cuda"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert p.stderr.count("\n") == 1 and "--device cuda" in p.stderr
+    assert f"torch {torch.__version__} has no CUDA device" in p.stderr
+
+
 def test_cli_subprocess():
     p = subprocess.run([sys.executable, "-m", "vllm_xdsl.verify", "--op", "rms_nrom"],
                        capture_output=True, text=True, timeout=120)

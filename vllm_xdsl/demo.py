@@ -5,15 +5,28 @@ static-quantized linear inputs emulated as quant -> dequant -> matmul) is compil
 `torch.compile(backend="vllm_xdsl")`. The demo prints the op counts after import and
 after each pass, the dispatch decisions, the max error against eager, and the time per
 call against eager and plain Inductor. Flags make the model bigger (--layers, --hidden).
+
+Compile times are compared in fresh processes: in one process, whichever compiles first
+pays the cold start (imports, first-use initialisation, empty caches) for both, and the
+ratio mostly measures the order (about 5x either way on this decoder). So each variant
+compiles in a process of its own (this module with the hidden `--time-one VARIANT`), with
+empty TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR and VLLM_XDSL_CACHE_DIR, one after the
+other; `--no-compile-times` skips them.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -22,6 +35,7 @@ from vllm_xdsl.models import DecoderConfig, TinyDecoder
 from vllm_xdsl.pipeline import PipelineResult
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+VARIANTS = ("vllm_xdsl", "inductor")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -38,7 +52,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--priority", default=None, help='e.g. "rms_norm=triton,native"')
     p.add_argument("--no-fp8", action="store_true", help="plain linears")
     p.add_argument("--no-baseline", action="store_true", help="skip plain Inductor")
+    p.add_argument("--no-compile-times", action="store_true",
+                   help="skip comparing compile times (two more cold compiles, in fresh processes)")
     p.add_argument("--repeat", type=int, default=10, help="timed calls per token count")
+    # Internal: compile and first-call one variant, print its time as JSON (fresh_compile).
+    p.add_argument("--time-one", choices=VARIANTS, help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -62,29 +80,86 @@ def time_per_call(fn: Callable[[], object], repeat: int) -> float:
     return (time.perf_counter() - start) / repeat
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    dtype = DTYPES[args.dtype]
+def build(args: argparse.Namespace) -> tuple[DecoderConfig, torch.nn.Module, dict[str, Any]]:
+    """The demo decoder (seeded: the same weights in every process) and the backend options."""
     cfg = DecoderConfig(hidden=args.hidden, intermediate=args.intermediate, heads=args.heads,
                         layers=args.layers, fp8=not args.no_fp8)
     torch.manual_seed(0)
-    model = TinyDecoder(cfg).to(dtype).eval()
+    model = TinyDecoder(cfg).to(DTYPES[args.dtype]).eval()
     options = {"inner": args.inner}
     options.update({k: v for k, v in (("target", args.target), ("priority", args.priority)) if v})
+    return cfg, model, options
+
+
+def time_one(args: argparse.Namespace) -> dict[str, object]:
+    """Compile one variant and call it once per token count: the seconds that takes. Run in
+    a fresh process (fresh_compile); torch, Dynamo and this module are imported before."""
+    import torch._dynamo  # noqa: F401  (torch.compile imports it for either backend)
+
+    cfg, model, options = build(args)
+    inputs = [torch.randint(0, cfg.vocab, (t,)) for t in args.tokens]
+    if args.time_one == "vllm_xdsl":
+        compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True, options=options)
+    else:
+        compiled = torch.compile(model, dynamic=True)
+    with torch.no_grad():
+        start = time.perf_counter()
+        for ids in inputs:
+            compiled(ids)
+        seconds = time.perf_counter() - start
+    return {"variant": args.time_one, "seconds": seconds}
+
+
+def fresh_compile(argv: list[str], variant: str) -> float:
+    """`variant`'s compile time, measured in a fresh process with empty caches."""
+    with tempfile.TemporaryDirectory(prefix="vllm_xdsl_demo_") as tmp:
+        env = dict(os.environ)
+        for var, sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton"),
+                         ("VLLM_XDSL_CACHE_DIR", "vllm_xdsl")):
+            env[var] = os.path.join(tmp, sub)
+        p = subprocess.run([sys.executable, "-m", "vllm_xdsl.demo", *argv, "--time-one", variant],
+                           capture_output=True, text=True, env=env)
+    lines = p.stdout.strip().splitlines()
+    if p.returncode != 0 or not lines:
+        last = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the {variant} compile process exited {p.returncode}: {last}")
+    return float(json.loads(lines[-1])["seconds"])
+
+
+def print_compile_times(argv: list[str], args: argparse.Namespace) -> None:
+    ours, inductor = (fresh_compile(argv, v) for v in VARIANTS)
+    print(f"\ncompile time (torch.compile + the first call for each of {len(args.tokens)} token "
+          "counts),\neach variant in a fresh process with empty caches:")
+    for label, value in ((f"vllm_xdsl (inner={args.inner})", f"{ours:.1f} s"),
+                         ("plain Inductor", f"{inductor:.1f} s"),
+                         ("ratio vllm_xdsl / Inductor", f"{ours / inductor:.2f}x")):
+        print(f"  {label:<28}{value:>9}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    if args.time_one is not None:
+        print(json.dumps(time_one(args)))
+        return 0
+    cfg, model, options = build(args)
     print(f"vllm-xdsl demo: {cfg}, {args.dtype}, inner={args.inner}, tokens={args.tokens}")
 
     torch._dynamo.reset()
     before = backend.RESULTS.count
     compiled = torch.compile(model, backend="vllm_xdsl", dynamic=True, options=options)
     baseline = None if args.no_baseline else torch.compile(model, dynamic=True)
+    compare = baseline is not None and not args.no_compile_times
     inputs = [torch.randint(0, cfg.vocab, (t,)) for t in args.tokens]
     with torch.no_grad():
         start = time.perf_counter()
         outs = [compiled(ids) for ids in inputs]
         compile_s = time.perf_counter() - start
         results = backend.RESULTS.since(before)
+        # Not a comparison: this process's first compile, with torch's caches as found.
         print(f"\ncompiled {len(results)} graph(s) in {compile_s:.1f} s "
-              f"for {len(args.tokens)} token counts")
+              f"for {len(args.tokens)} token counts (this process, caches as found"
+              + ("; compared in fresh processes below)" if compare else ")"))
         for result in results:
             print()
             print_stages(result)
@@ -96,10 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             err = (out.float() - ref.float()).abs().max().item()
             print(f"  T={ids.shape[0]:<5} {err:.3e}   (|eager| max {ref.float().abs().max():.2f})")
         if baseline is not None:
-            start = time.perf_counter()
             base_outs = [baseline(ids) for ids in inputs]
-            print(f"\nplain Inductor compiled in {time.perf_counter() - start:.1f} s; "
-                  "its max |inductor - eager|: " + ", ".join(
+            print("\nplain Inductor's max |inductor - eager|: " + ", ".join(
                       f"{(b.float() - model(ids).float()).abs().max().item():.3e}"
                       for ids, b in zip(inputs, base_outs, strict=True)))
             print("(fp8 inputs: a 1-ulp change before a quant moves a value by one fp8 step, "
@@ -112,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             if baseline is not None:
                 row.append(time_per_call(functools.partial(baseline, ids), args.repeat))
             print(f"  T={ids.shape[0]:<16}" + "".join(f"{v * 1e3:>10.3f}" for v in row))
+    if compare:
+        try:
+            print_compile_times(argv, args)
+        except RuntimeError as e:
+            print(f"vllm_xdsl.demo: error: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -160,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    default="cuda" if torch.cuda.is_available() else "cpu",
                    help="where the test inputs live (default: cuda if torch sees a GPU, else cpu)")
     a = p.parse_args(argv)
+    if a.device == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device cuda: torch {torch.__version__} has no CUDA device "
+                "(torch.cuda.is_available() is False)")
     if a.op is not None and a.op not in ops.ALL_OPS:
         p.error(f"unknown op {a.op!r} (known: {', '.join(ops.ALL_OPS)})")
     errors = ops.registry.load_errors()

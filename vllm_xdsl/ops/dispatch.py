@@ -28,6 +28,10 @@ class Decision:
     provider: str
     impl: Impl
     rejected: list[tuple[str, str]] = field(default_factory=list)
+    # False only where the choice provably read no argument (no `supports_args` was asked,
+    # no auto policy): any arguments on the same target get it, so eager dispatch may cache
+    # it without a key of dtypes and shapes. True by default: safe for any other producer.
+    uses_args: bool = True
 
 
 # Decides a priority list holding `auto`: (op, argument metadata, choices, their source,
@@ -94,9 +98,10 @@ def select(
     if any(c.provider != "native" for c in choices):
         registry.ensure_loaded()
     rejected: list[tuple[str, str]] = []
+    uses_args = False
     for c in choices:
         if c.provider == "native":
-            return Decision(op.name, "native", op.native_impl, rejected)
+            return Decision(op.name, "native", op.native_impl, rejected, uses_args)
         impl = op._impls.get(c.provider)
         reason: str | None
         if impl is None:
@@ -109,9 +114,12 @@ def select(
                 )
             reason = f"no {c.provider} implementation of {op.name}"
         else:
-            reason = impl.unavailable(target) or impl.rejects(meta)
+            reason = impl.unavailable(target)
             if reason is None:
-                return Decision(op.name, c.provider, impl, rejected)
+                uses_args = uses_args or impl.supports_args is not None
+                reason = impl.rejects(meta)
+            if reason is None:
+                return Decision(op.name, c.provider, impl, rejected, uses_args)
         if c.forced:
             raise DispatchError(
                 f"{op.name}: implementation {op.name}:{c.provider} is forced by priority "

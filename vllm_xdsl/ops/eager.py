@@ -5,6 +5,11 @@ The cache key must be cheap: a Python-level dispatch may add < 1 us to a ~20 us 
 (DESIGN.md, measured facts). So the key holds dtype and shape of each tensor and the
 device of the first, plus `policy.STATE.token`, which changes whenever a priority source
 changes; the environment variable is checked by identity of its raw bytes value.
+
+Most of that key's cost is reading tensor attributes (~50-100 ns each). A decision that
+read no argument (`Decision.uses_args` False: e.g. native on the CPU, or an impl without
+`supports_args`) holds for any arguments on that device, so it is cached by the device of
+the first tensor under the current token alone (DeviceCache), and the full key is not built.
 """
 
 from __future__ import annotations
@@ -80,15 +85,49 @@ def _cloning(op: SemanticOp, fn: Callable[..., Any]) -> Callable[..., Any]:
     return call_on_clones
 
 
+class DeviceCache:
+    """Decisions that read no argument (Decision.uses_args False) under one policy token:
+    device -> callable. A new token starts it afresh, so a stale one costs a single `is`."""
+
+    __slots__ = ("by_device", "token")
+
+    def __init__(self) -> None:
+        self.token: object = None
+        self.by_device: dict[torch.device, Callable[..., Any]] = {}
+
+    def store(self, token: object, device: torch.device, fn: Callable[..., Any]) -> None:
+        if token is not self.token:
+            self.by_device = {}  # before the token: a concurrent reader never sees a mix
+            self.token = token
+        self.by_device[device] = fn
+
+    def clear(self) -> None:
+        self.token = None
+        self.by_device = {}
+
+
 def decide(
-    op: SemanticOp, donated: bool, args: tuple[Any, ...], kwargs: dict[str, Any], key: Any
+    op: SemanticOp,
+    donated: bool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    key: Any,
+    token: object = None,
+    device: torch.device | None = None,
 ) -> Callable[..., Any]:
-    """Select, wrap for in-place safety, and cache under `key` (None: do not cache)."""
-    impl = explain(op, args, kwargs).impl
+    """Select, wrap for in-place safety, and cache: a decision that read no argument under
+    (`token`, `device`) if a device is given, any other under the full `key` (None: do not
+    cache)."""
+    decision = explain(op, args, kwargs)
+    impl = decision.impl
     fn = impl.fn
     if impl.inplace and not donated:
         fn = _cloning(op, fn)
-    if key is not None:
+    if key is None:
+        return fn
+    if device is not None and not decision.uses_args:
+        (op._inplace_device_cache if donated else op._device_cache).store(token, device, fn)
+    else:
         cache = op._inplace_cache if donated else op._cache
         if len(cache) >= _MAX_CACHE:
             cache.clear()
@@ -108,15 +147,30 @@ def {name}(self, {params}):
     raw = _env_get(_env_key)
     if raw is not _last_env_raw[0]:
         _sync_env()
+    token = _STATE.token
     try:
-        key = (_STATE.token, {key})
-        fn = _cache.get(key)
+{lookup}
     except (AttributeError, TypeError):  # a non-tensor where a tensor goes, or unhashable
         key = fn = None
     if fn is None:
-        fn = _decide(_op, {donated}, ({args},), {{}}, key)
+        fn = _decide(_op, {donated}, ({args},), {{}}, key, token, {device})
     return fn({args})
 """
+# A decision that read no argument is looked up first, by device alone, if this op has any
+# under the current policy token: other calls pay one `is` for it.
+_DEVICE_LOOKUP = """\
+        fn = _by_device.by_device.get({first}.device) if _by_device.token is token else None
+        if fn is None:
+            key = (token, {key})
+            fn = _cache_get(key)"""
+# An op without a plain tensor parameter has no device to key on: full key only.
+_FULL_LOOKUP = """\
+        key = (token, {key})
+        fn = _cache_get(key)"""
+
+
+def _scalar_key(v: Any) -> Any:
+    return (v.dtype, v.shape) if isinstance(v, _Tensor) else v
 
 
 def _key_item(name: str, annotation: Any, first_tensor: bool) -> str:
@@ -127,7 +181,8 @@ def _key_item(name: str, annotation: Any, first_tensor: bool) -> str:
         return f"None if {name} is None else {name}.dtype, None if {name} is None else {name}.shape"
     if annotation is float:
         # A runtime scalar may arrive as a 0-d tensor: key it by metadata, not identity.
-        return f"(({name}.dtype, {name}.shape) if isinstance({name}, _Tensor) else {name})"
+        # The class test first: isinstance(v, torch.Tensor) costs ~130 ns (its metaclass).
+        return f"({name} if {name}.__class__ is _float else _scalar_key({name}))"
     return name  # int, bool, str, dtype: the value itself
 
 
@@ -136,7 +191,7 @@ def make_call(op: SemanticOp, donated: bool) -> Callable[..., Any]:
     import inspect
 
     params, keys, defaults = [], [], {}
-    seen_tensor = False
+    first: str | None = None  # the first plain tensor parameter: its device is keyed
     for p in op.signature.parameters.values():
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
             raise TypeError(f"{op.name}: native parameters must be positional-or-keyword")
@@ -145,13 +200,17 @@ def make_call(op: SemanticOp, donated: bool) -> Callable[..., Any]:
         else:
             defaults[f"_default_{p.name}"] = p.default
             params.append(f"{p.name}=_default_{p.name}")
-        first = p.annotation is torch.Tensor and not seen_tensor
-        seen_tensor = seen_tensor or first
-        keys.append(_key_item(p.name, p.annotation, first))
+        is_first = p.annotation is torch.Tensor and first is None
+        if is_first:
+            first = p.name
+        keys.append(_key_item(p.name, p.annotation, is_first))
     names = list(op.signature.parameters)
     fname = "maybe_inplace" if donated else "__call__"
+    lookup = (_FULL_LOOKUP if first is None else _DEVICE_LOOKUP).format(
+        first=first, key=", ".join(keys))
+    device = "None" if first is None else f"None if key is None else {first}.device"
     src = _TEMPLATE.format(name=fname, params=", ".join(params), args=", ".join(names),
-                           key=", ".join(keys), donated=donated)
+                           lookup=lookup, donated=donated, device=device)
     env = {
         "_is_compiling": torch.compiler.is_compiling,
         "_torch_op": op.torch_op,
@@ -160,8 +219,10 @@ def make_call(op: SemanticOp, donated: bool) -> Callable[..., Any]:
         "_last_env_raw": _last_env_raw,
         "_sync_env": _sync_env,
         "_STATE": _STATE,
-        "_Tensor": _Tensor,
-        "_cache": op._inplace_cache if donated else op._cache,
+        "_float": float,
+        "_scalar_key": _scalar_key,
+        "_cache_get": (op._inplace_cache if donated else op._cache).get,
+        "_by_device": op._inplace_device_cache if donated else op._device_cache,
         "_decide": decide,
         "_op": op,
         **defaults,

@@ -45,9 +45,13 @@ class SemanticOp:
         self.torch_op.register_fake(native)
         self.native_impl = Impl(name, "native", native, True, None, False)
         self._impls: dict[str, Impl] = {}
-        # Eager decision cache: (policy, argument metadata) -> callable. Cleared on registration.
+        # Eager decision caches, cleared on registration: (policy, argument metadata) ->
+        # callable, and per device for decisions that read no argument (Decision.uses_args
+        # False), whose key costs a fraction of the full one.
         self._cache: dict[Any, Callable[..., Any]] = {}
         self._inplace_cache: dict[Any, Callable[..., Any]] = {}
+        self._device_cache = eager.DeviceCache()
+        self._inplace_device_cache = eager.DeviceCache()
         self.__class__ = type(
             f"SemanticOp_{name}",
             (SemanticOp,),
@@ -107,8 +111,11 @@ class SemanticOp:
         return {**self._impls, "native": self.native_impl}
 
     def clear_cache(self) -> None:
+        # clear(), never new objects: the generated calls hold these (or their methods).
         self._cache.clear()
         self._inplace_cache.clear()
+        self._device_cache.clear()
+        self._inplace_device_cache.clear()
 
     # --- calling ----------------------------------------------------------------------
 
