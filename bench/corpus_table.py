@@ -7,6 +7,8 @@ against eager.
     python bench/corpus_table.py --expectations  # test/corpus/expected.py's EXPECTED
                                                  # (with --markdown: both)
     python bench/corpus_table.py --only llama,ct-FP8-fused   # a subset (by case name)
+    python bench/corpus_table.py --dynamic-all   # every case under dynamic=True too (the
+                                                 # corpus takes a subset of the HF models)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
-from corpus import CASES, measure  # noqa: E402
+from corpus import BOTH_SHAPES, CASES, measure  # noqa: E402
 from corpus.table import format_expectations, format_table  # noqa: E402
 
 
@@ -30,9 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expectations", action="store_true",
                         help="print EXPECTED for test/corpus/expected.py")
     parser.add_argument("--only", default="", help="comma-separated case names (no dtype)")
+    parser.add_argument("--dynamic-all", action="store_true",
+                        help="measure every case under dynamic=True, not only the corpus's")
     args = parser.parse_args(argv)
+    cases = BOTH_SHAPES if args.dynamic_all else CASES
     names = {n for n in args.only.split(",") if n}
-    known = {c.name for c in CASES.values()}
+    known = {c.name for c in cases.values()}
     if names - known:
         print(f"corpus_table: unknown case(s) {sorted(names - known)}; known: {sorted(known)}",
               file=sys.stderr)
@@ -41,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torch").setLevel(logging.ERROR)
     start = time.perf_counter()
     rows = []
-    for case in CASES.values():
+    for case in cases.values():
         if not names or case.name in names:
             rows.append(measure(case))
             print(f"measured {case.key} ({rows[-1].seconds:.1f} s)", file=sys.stderr, flush=True)

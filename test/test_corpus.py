@@ -1,7 +1,9 @@
 """The real-model corpus (test/corpus): HF transformers decoders, compressed-tensors presets
-and vLLM's native forms, compiled with backend="vllm_xdsl" (inner="eager").
+and vLLM's native forms, compiled with backend="vllm_xdsl" (inner="eager"), with the token
+dim marked dynamic and (every compressed-tensors and vLLM-form case, a subset of the HF
+models: corpus.cases) with dynamic=True.
 
-Per case (model or form, dtype): the counts of test/corpus/expected.py exactly (sites raised
+Per case (model or form, dtype, dynamic shapes): the counts of test/corpus/expected.py exactly (sites raised
 per type, fusions formed, graphs, bit-exactness), so that a regression fails and an
 improvement must update the table (`python bench/corpus_table.py --expectations` prints it);
 no compile fallback; the compiled output within the OPS.md tolerance of eager; and the

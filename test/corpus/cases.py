@@ -1,7 +1,9 @@
-"""Every case of the corpus: (family, model or form, dtype) -> how to build it."""
+"""Every case of the corpus: (family, model or form, dtype, dynamic shapes) -> how to build
+it."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import torch
@@ -53,7 +55,23 @@ def _cases() -> dict[str, Case]:
               if mode == "fused" or preset in CT_STOCK_PRESETS]
     cases += [Case("vllm", form, dt, functools.partial(vllm_forms.build_form, form))
               for form in vllm_forms.FORMS for dt in DTYPES]
-    return {c.key: c for c in cases}
+    # Each case with its token dim marked and under dynamic=True, adjacent.
+    return {c.key: c for base in cases for c in (base, dataclasses.replace(base, shapes="all"))}
 
 
-CASES = _cases()
+# dynamic=True compiles take about twice as long (every dim symbolic): every
+# compressed-tensors and vLLM-form case (quants, whose constants dynamic=True spells
+# differently), and of the HF models one case per feature the raise patterns see: both
+# residual-add variants (llama f32 and bf16), q/k norms (qwen3), Gemma's `1 + w` norm,
+# Phi3's fused gate_up, the MoE experts and shared expert (qwen2moe). The others:
+# bench/corpus_table.py --dynamic-all.
+DYNAMIC_HF = {("llama", torch.float32), ("llama", torch.bfloat16), ("qwen3", torch.bfloat16),
+              ("gemma", torch.bfloat16), ("phi3", torch.bfloat16), ("qwen2moe", torch.bfloat16)}
+
+
+def _in_corpus(case: Case) -> bool:
+    return case.shapes == "token" or case.family != "hf" or (case.name, case.dtype) in DYNAMIC_HF
+
+
+BOTH_SHAPES = _cases()  # every case under both kinds of dynamic shapes
+CASES = {key: case for key, case in BOTH_SHAPES.items() if _in_corpus(case)}

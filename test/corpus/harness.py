@@ -55,16 +55,25 @@ class Built:
         return None if s is None else Sites(s.norm, s.residual, 0, s.quant, 0)
 
 
+# How a case's shapes are made dynamic: "token", the token dim of each input marked
+# (`mark_dynamic`, as vLLM does), or "all", `torch.compile(dynamic=True)` (as many users
+# write it): every dim symbolic, and float attributes (epsilons, compressed-tensors' fp8
+# range) no longer specialized, so the aten graph spells them differently.
+SHAPES = ("token", "all")
+
+
 @dataclass(frozen=True)
 class Case:
     family: str  # "hf", "ct" or "vllm"
     name: str
     dtype: torch.dtype
     build: Callable[[torch.dtype], Built] = field(compare=False)
+    shapes: str = "token"  # one of SHAPES
 
     @property
     def key(self) -> str:
-        return f"{self.name}/{str(self.dtype).removeprefix('torch.').replace('bfloat16', 'bf16').replace('float32', 'f32')}"
+        dtype = str(self.dtype).removeprefix("torch.").replace("bfloat16", "bf16").replace("float32", "f32")
+        return f"{self.name}/{dtype}" + ("/dynamic" if self.shapes == "all" else "")
 
 
 @dataclass
@@ -88,10 +97,14 @@ class Row:
     def expectation(self) -> str:
         """The row as test/corpus/expected.py spells it."""
         cells = " ".join(f"{label} {cell}" for label, cell in zip(LABELS, self.cells(), strict=True))
+        return f"{cells} graphs {self.graphs} {self.exactness()}"
+
+    def exactness(self) -> str:
+        """`exact`, `close`, or `close (<name> decomposition)` (see inexact_from)."""
         exactness = "exact" if self.bit_exact else "close"
         if self.inexact_from:
             exactness += f" ({self.inexact_from} decomposition)"
-        return f"{cells} graphs {self.graphs} {exactness}"
+        return exactness
 
     def cells(self) -> list[str]:
         """raised/total per site type, then fused/possible ("-": no totals)."""
@@ -165,14 +178,20 @@ def _compare(got: list[torch.Tensor], want: list[torch.Tensor], kinds: tuple[str
     return error, exact, "; ".join(problems) or None
 
 
-def _inexact_from(built: Built, want: list[torch.Tensor]) -> str | None:
+def _compile(model: nn.Module, shapes: str, options: dict[str, Any]) -> Callable[..., Any]:
+    """`backend="vllm_xdsl"`, with dynamic=True for the "all" shapes (the "token" dims are
+    marked on the inputs, see `measure`)."""
+    dynamic = {"dynamic": True} if shapes == "all" else {}
+    return torch.compile(model, backend="vllm_xdsl", options=options, **dynamic)
+
+
+def _inexact_from(built: Built, shapes: str, want: list[torch.Tensor]) -> str | None:
     """The decomposition of corpus.decomps.INEXACT without which the compiled model equals
     eager bit for bit, if there is one."""
     for name, op in decomps.INEXACT.items():
         torch._dynamo.reset()
         with decomps.without_decomposition(op), torch.no_grad():  # strict: no fallback
-            compiled = torch.compile(built.model, backend="vllm_xdsl",
-                                     options={"inner": "eager", "strict": True})
+            compiled = _compile(built.model, shapes, {"inner": "eager", "strict": True})
             got = _outputs(compiled(*built.args))
         if len(got) == len(want) and all(
                 g.dtype == w.dtype and torch.equal(g, w) for g, w in zip(got, want, strict=True)):
@@ -181,17 +200,21 @@ def _inexact_from(built: Built, want: list[torch.Tensor]) -> str | None:
 
 
 def measure(case: Case) -> Row:
-    """Build, compile (the token dim dynamic, inner="eager"), run once, count, compare;
-    if not bit-exact, whether a decomposition of torch's explains it (`Row.inexact_from`)."""
+    """Build, compile (dynamic shapes as `case.shapes` says, inner="eager"), run once,
+    count, compare; if not bit-exact, whether a decomposition of torch's explains it
+    (`Row.inexact_from`)."""
+    if case.shapes not in SHAPES:
+        raise ValueError(f"corpus: shapes {case.shapes!r} is none of {SHAPES}")
     start = time.perf_counter()
     built = case.build(case.dtype)
     torch._dynamo.reset()  # a fresh compile per case (Dynamo caches by code object)
-    for arg, dim in zip(built.args, built.token_dims, strict=True):
-        if dim is not None:
-            torch._dynamo.mark_dynamic(arg, dim)
+    if case.shapes == "token":
+        for arg, dim in zip(built.args, built.token_dims, strict=True):
+            if dim is not None:
+                torch._dynamo.mark_dynamic(arg, dim)
     mark = backend.RESULTS.count
     with recording() as (graphs, warnings, pipeline), torch.no_grad():
-        compiled = torch.compile(built.model, backend="vllm_xdsl", options={"inner": "eager"})
+        compiled = _compile(built.model, case.shapes, {"inner": "eager"})
         got = _outputs(compiled(*built.args))
         want = _outputs(built.model(*built.args))
     results = backend.RESULTS.since(mark)
@@ -201,7 +224,7 @@ def measure(case: Case) -> Row:
         raised += raised_sites(counts.get("raise-native", Counter()),
                                counts.get("fuse-norm-quant", Counter()))
     error, exact, problem = _compare(got, want, built.outputs, case.dtype)
-    inexact_from = None if exact else _inexact_from(built, want)
+    inexact_from = None if exact else _inexact_from(built, case.shapes, want)
     return Row(case, built.sites, raised, sum(graphs, Sites()), built.graph_expected(),
                len(graphs), list(warnings),
                error, exact, problem, time.perf_counter() - start, sum(pipeline), inexact_from)

@@ -364,6 +364,39 @@ func.func @neg_static_bounds(%x: tensor<?x64xf32>, %s: tensor<1xf32>, %sb: tenso
   func.return %q1, %q2, %q3, %q4, %q5 : tensor<?x64xf8E4M3FNUZ>, tensor<?x64xf8E4M3FN>, tensor<?x64xf8E4M3FN>, tensor<?x64xf8E4M3FN>, tensor<?x64xf8E4M3FN>
 }
 
+// Bounds as `torch.compile(dynamic=True)` spells compressed-tensors' fp8 range
+// `torch.tensor(FP8_E4M3_DATA.max)`: 0-d `scalar_tensor`s of literals (a lifted constant
+// when floats are specialized), a bf16 quotient: raised as with number bounds.
+// CHECK-LABEL: func.func @scalar_tensor_bounds
+// CHECK-NEXT:    %[[Q:.*]] = vllm.static_scaled_fp8_quant %x, %s {variant = #vllm.quant_variant<div quotient bf16>} : tensor<?x64xbf16>, tensor<1xbf16> -> tensor<?x64xf8E4M3FN>
+// CHECK-NEXT:    func.return %[[Q]]
+func.func @scalar_tensor_bounds(%x: tensor<?x64xbf16>, %s: tensor<1xbf16>) -> tensor<?x64xf8E4M3FN> {
+  %hi = torch.call "aten::scalar_tensor.default"() [4.480000e+02 : f64] kwargs {dtype = #torch.dtype<f32>, device = #torch.device<"cpu">, pin_memory = false} : () -> tensor<f32>
+  %lo = torch.call "aten::scalar_tensor.default"() [-4.480000e+02 : f64] kwargs {dtype = #torch.dtype<f32>, device = #torch.device<"cpu">, pin_memory = false} : () -> tensor<f32>
+  %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xbf16>, tensor<1xbf16>) -> tensor<?x64xbf16>
+  %yf = torch.call "prims::convert_element_type.default"(%y) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x64xbf16>) -> tensor<?x64xf32>
+  %c1 = torch.call "aten::clamp_min.Tensor"(%yf, %lo) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<f32>) -> tensor<?x64xf32>
+  %c2 = torch.call "aten::clamp_max.Tensor"(%c1, %hi) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<f32>) -> tensor<?x64xf32>
+  %q = torch.call "prims::convert_element_type.default"(%c2) [#torch.operand<0>, #torch.dtype<f8E4M3FN>] : (tensor<?x64xf32>) -> tensor<?x64xf8E4M3FN>
+  func.return %q : tensor<?x64xf8E4M3FN>
+}
+
+// Negatives: a `scalar_tensor` of another value (400), and a 0-d bound that is a runtime
+// value (a graph input: its value is not known when compiling).
+// CHECK-LABEL: func.func @neg_scalar_tensor_bounds
+// CHECK-NOT:     vllm.
+// CHECK:         func.return
+func.func @neg_scalar_tensor_bounds(%x: tensor<?x64xf32>, %s: tensor<1xf32>, %b: tensor<f32>) -> (tensor<?x64xf8E4M3FN>, tensor<?x64xf8E4M3FN>) {
+  %lo = torch.call "aten::scalar_tensor.default"() [-4.480000e+02 : f64] kwargs {dtype = #torch.dtype<f32>} : () -> tensor<f32>
+  %hi = torch.call "aten::scalar_tensor.default"() [4.000000e+02 : f64] kwargs {dtype = #torch.dtype<f32>} : () -> tensor<f32>
+  %y = torch.call "aten::div.Tensor"(%x, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x64xf32>, tensor<1xf32>) -> tensor<?x64xf32>
+  %c1 = torch.call "aten::clamp.Tensor"(%y, %lo, %hi) [#torch.operand<0>, #torch.operand<1>, #torch.operand<2>] : (tensor<?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<?x64xf32>
+  %q1 = torch.call "prims::convert_element_type.default"(%c1) [#torch.operand<0>, #torch.dtype<f8E4M3FN>] : (tensor<?x64xf32>) -> tensor<?x64xf8E4M3FN>
+  %c2 = torch.call "aten::clamp.Tensor"(%y, %lo, %b) [#torch.operand<0>, #torch.operand<1>, #torch.operand<2>] : (tensor<?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<?x64xf32>
+  %q2 = torch.call "prims::convert_element_type.default"(%c2) [#torch.operand<0>, #torch.dtype<f8E4M3FN>] : (tensor<?x64xf32>) -> tensor<?x64xf8E4M3FN>
+  func.return %q1, %q2 : tensor<?x64xf8E4M3FN>, tensor<?x64xf8E4M3FN>
+}
+
 // ----- dynamic per-token fp8 quant ---------------------------------------------------------
 
 // amax(abs(x)) in bf16 (exact), to f32, / 448, clamp_min(1/(448*512)), x.float() / s.

@@ -288,8 +288,14 @@ _CONSTANT_ARITHMETIC: dict[str, Callable[[Any, Any], torch.Tensor]] = {
 
 def constant_value(value: Any, depth: int = 8) -> float | None:
     """The value of a number, or of a 0-d tensor computed from recorded constants only
-    (`torch.get_attr` with a `torch.value`, `lift_fresh_copy`, casts, + - * /), evaluated
-    with torch in the graph's dtypes so that it is exactly what the graph computes."""
+    (`torch.get_attr` with a `torch.value`, `lift_fresh_copy`, `scalar_tensor` of a
+    literal, casts, + - * /), evaluated with torch in the graph's dtypes so that it is
+    exactly what the graph computes.
+
+    `torch.tensor(c)` of a Python float `c` is traced as `get_attr` + `lift_fresh_copy`
+    when Dynamo specializes floats, but under `dynamic=True` a float read from a global
+    (compressed-tensors' `FP8_E4M3_DATA.max`) reaches AOT as a SymFloat that it specializes
+    back into the literal of an `aten.scalar_tensor`."""
     t = _constant_tensor(value, depth)
     if t is None:
         return None
@@ -310,6 +316,13 @@ def _constant_tensor(value: Any, depth: int) -> torch.Tensor | float | None:
     if not isinstance(op, CallOp):
         return None
     target = op.target.data
+    if target == "aten::scalar_tensor.default":
+        s = arg(op, 0)
+        if not is_number(s) or dt is None or len(op.args.data) != 1:
+            return None
+        # As the get_attr case: torch.tensor, a constant even under the fake mode that
+        # is active while AOT compiles (a fake scalar_tensor has no value to read).
+        return torch.tensor(s, dtype=dt)
     if target == "aten::lift_fresh_copy.default" or cast_of(value) is not None:
         src = _constant_tensor(arg(op, 0), depth - 1)
         if isinstance(src, torch.Tensor) and dt is not None:
