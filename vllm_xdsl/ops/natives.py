@@ -22,6 +22,7 @@ from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, INT8_MAX, Granularity, QuantScheme, fp8_max
 
 _F32 = torch.float32
+_FP32_OPMATH = (torch.bfloat16, torch.float16)  # elementwise ops computed in fp32, rounded once
 
 
 def _variant_scheme(
@@ -69,6 +70,11 @@ def rms_norm(
 def fused_add_rms_norm(
     x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool = False
 ) -> tuple[Tensor, Tensor]:
+    if rounded_sum and x.dtype in _FP32_OPMATH and residual.dtype == x.dtype:
+        # torch's own add in bf16/f16 computes in fp32 and rounds once: the same bits as
+        # (x.float() + residual.float()).to(dtype), in the one node an input graph has.
+        residual_out = x + residual
+        return rms_norm_fp32(residual_out.to(_F32), weight, epsilon, None, x.dtype), residual_out
     s = x.to(_F32) + residual.to(_F32)
     residual_out = s.to(x.dtype)
     if rounded_sum:
@@ -158,12 +164,10 @@ def per_token_group_fp8_quant(
     if use_ue8m0:
         s = torch.exp2(torch.ceil(torch.log2(s)))
     q = torch.clamp(xg / s, -fmax, fmax).to(fp8_dtype).reshape(x.shape)
-    s = s.reshape(-1, groups)
+    s = s.squeeze(-1).flatten(0, -2)  # [T, G] (as reshape(-1, groups), without G)
     if column_major_scales:
         # Same shape [T, G], transposed strides: storage is [G, T].
-        scales = torch.empty((groups, s.shape[0]), dtype=_F32, device=x.device).t()
-        scales.copy_(s)
-        return q, scales
+        return q, s.t().contiguous().t()
     return q, s
 
 

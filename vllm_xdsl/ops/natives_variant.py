@@ -11,6 +11,8 @@ the OPS.md rows exactly (test_ops_variants.py checks it against natives.py).
 Like natives.py this runs on fake tensors (no `.item()`, no data-dependent shapes).
 """
 
+import struct
+
 import torch
 from torch import Tensor
 
@@ -21,6 +23,19 @@ _F32 = torch.float32
 
 def _rounded(v: Tensor, dtype: torch.dtype) -> Tensor:
     return v if dtype == _F32 else v.to(dtype).to(_F32)
+
+
+def _held_as(value: float, dtype: torch.dtype) -> float:
+    """`value` as a tensor of `dtype` holds it (round to nearest even), as a Python float:
+    computed without a tensor, so that a trace of the native has no tensor constant."""
+    (f32,) = struct.unpack("<f", struct.pack("<f", value))
+    if dtype == torch.float16:
+        return struct.unpack("<e", struct.pack("<e", f32))[0]
+    if dtype == torch.bfloat16:
+        (bits,) = struct.unpack("<I", struct.pack("<f", f32))
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    return f32 if dtype == torch.float32 else value
 
 
 def dynamic_scale(xs: Tensor, scheme: QuantScheme, scale_ub: Tensor | None) -> Tensor:
@@ -40,8 +55,7 @@ def dynamic_scale(xs: Tensor, scheme: QuantScheme, scale_ub: Tensor | None) -> T
     if v.floor == "min_scale" or (not v.floor and scheme.is_fp8 and scheme.granularity != "group"):
         s = torch.clamp(s, min=1.0 / (scheme.qmax * 512.0))
     elif v.floor == "zero_eps":
-        eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype, device=s.device).to(_F32)
-        s = torch.where(s == 0, eps, s)
+        s = s.masked_fill(s == 0, _held_as(v.floor_eps, v.scale_dtype))
     return _rounded(s, v.scale_dtype)  # the floored scale is a scale-dtype value too
 
 
@@ -93,10 +107,7 @@ def _scales(s: Tensor, scheme: QuantScheme, x: Tensor) -> Tensor:
         return s.reshape(1)
     if scheme.granularity == "token":
         return s.reshape(-1, 1)
-    groups = x.shape[-1] // scheme.group_size
-    s = s.reshape(-1, groups)
+    s = s.squeeze(-1).flatten(0, -2)  # [T, G] (as reshape(-1, groups), without G)
     if scheme.column_major_scales:
-        scales = torch.empty((groups, s.shape[0]), dtype=s.dtype, device=x.device).t()
-        scales.copy_(s)
-        return scales
+        return s.t().contiguous().t()  # same shape [T, G], storage [G, T]
     return s

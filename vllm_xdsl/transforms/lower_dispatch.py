@@ -5,7 +5,7 @@ the same TensorMeta view eager dispatch builds from tensors, with the target's d
 and asks `vllm_xdsl.ops.select` (registry + policy; no policy of its own). The chosen
 provider's op replaces it: `triton.*`, `cuda.*`, `rocm.*` with the same operands and
 results plus implementation properties decided here (block size, vector width, in place),
-or, for `native`, the op's elementary torch decomposition (dispatch_native). An
+or, for `native`, the op's elementary torch decomposition (native_lowering, traced from the native). An
 out-of-tree provider has no dialect: its op becomes a one-bucket `auto.<op>` that calls
 the registered implementation at run time, so eager and compiled code agree.
 
@@ -47,8 +47,8 @@ from vllm_xdsl.transforms import dispatch_auto
 from vllm_xdsl.transforms.dispatch_args import meta_args
 from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
 from vllm_xdsl.transforms.dispatch_inplace import clone, not_overwritable
-from vllm_xdsl.transforms.dispatch_native import decompose
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder
+from vllm_xdsl.transforms.native_lowering import NativeNotTraceable, decompose
 
 TARGETS = ("cuda", "rocm", "cpu")
 # What supports_args sees as the device of every tensor when lowering for a target. Eager
@@ -132,7 +132,12 @@ class LowerSemanticOp(RewritePattern):
         except DispatchError as e:
             raise DispatchError(f"{node}: {e}") from None
         if decision.provider == "native":
-            new_ops, values = decompose(op)
+            try:
+                new_ops, values = decompose(op)
+            except NativeNotTraceable as e:
+                # The op stays: export calls its torch op, which runs the native.
+                self.report.add(node, decision, (f"kept as the native's torch op: {e}",))
+                return
             _name_intermediates(op, new_ops, values)
             rewriter.replace(op, new_ops, values)
             self.report.add(node, decision)
