@@ -164,11 +164,11 @@ def _ir_fused_add(c: KernelCall) -> Raised:
     n = _norm(c, _tensor(a["x"]), _tensor(a["x_residual"]), a["weight"], a["epsilon"],
               c.returned[0].type, same_dtype=False)
     values = {c.returned[0]: n.results[0], c.returned[1]: n.results[1]}
-    # maybe_inplace may leave x and x_residual as they were or hold the results (what an
-    # in-place impl writes); a later reader of them gets the results.
-    for name, new in (("x", n.results[0]), ("x_residual", n.results[1])):
+    # maybe_inplace lets an impl overwrite x and x_residual; the native, vLLM IR's contract
+    # (and what runs without a priority), leaves them as they were.
+    for name in ("x", "x_residual"):
         if name in c.written:
-            values[c.written[name]] = new
+            values[c.written[name]] = _tensor(a[name])
     return Raised([n], values)
 
 
