@@ -163,7 +163,7 @@ def _ir_fused_add(c: KernelCall) -> Raised:
         raise _Skip
     n = _norm(c, _tensor(a["x"]), _tensor(a["x_residual"]), a["weight"], a["epsilon"],
               c.returned[0].type, same_dtype=False)
-    values = {c.returned[0]: n.results[0], c.returned[1]: n.results[1]}
+    values: dict[SSAValue, SSAValue] = {c.returned[0]: n.results[0], c.returned[1]: n.results[1]}
     # maybe_inplace lets an impl overwrite x and x_residual; the native, vLLM IR's contract
     # (and what runs without a priority), leaves them as they were.
     for name in ("x", "x_residual"):
