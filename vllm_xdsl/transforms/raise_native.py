@@ -9,7 +9,8 @@ stay, so nothing that is read elsewhere changes. Dead `torch.call`s left behind 
 when `is_side_effect_free` says they may be.
 
 Which forms map, and how exactly, is documented per family in raise_norm.py,
-raise_quant.py and raise_silu.py. Three levels:
+raise_quant.py and raise_silu.py; vLLM's own spellings (vLLM IR nodes, `_C` and AITER
+kernel calls) in raise_vllm.py. Three levels:
 
 - default: every rounding to a storage dtype (f16/bf16/fp8) happens where the contract
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
@@ -67,6 +68,7 @@ from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
 from vllm_xdsl.transforms.raise_route import RoutedPatterns
 from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
+from vllm_xdsl.transforms.raise_vllm import VLLM_PATTERNS
 
 
 def erase_dead_calls(module: ModuleOp) -> int:
@@ -102,7 +104,7 @@ class RaiseNativePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         approx = self.approx and not self.exact
         patterns: list[RewritePattern] = [
-            p(self.exact, approx) for p in (*NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
+            p(self.exact, approx) for p in (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
         ]
         with memoized_casts():
             PatternRewriteWalker(RoutedPatterns(patterns)).rewrite_module(op)

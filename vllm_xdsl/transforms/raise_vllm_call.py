@@ -1,0 +1,95 @@
+"""vLLM's kernel calls as raise_vllm.py reads them: one `torch.call` of a vLLM op, plain
+or functionalized (`auto_functionalized` in vLLM's post-grad graph, `auto_functionalized_v2`
+where AOTAutograd functionalizes a `_C` call that writes into a `torch.empty` buffer),
+seen as its arguments by schema name and, for each argument the kernel writes, the value
+holding its new contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.ir import SSAValue
+
+from vllm_xdsl.dialects.torch import CallOp, EnumAttr
+from vllm_xdsl.transforms import raise_match as m
+from vllm_xdsl.transforms import vllm_schemas as schemas
+
+AUTO_V1 = "higher_order::auto_functionalized"
+AUTO_V2 = "higher_order::auto_functionalized_v2"
+_OVERLOAD_PREFIX = "torch.ops."
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """A vLLM op call: `name` a key of vllm_schemas.SCHEMAS."""
+
+    op: CallOp
+    name: str
+    args: dict[str, Any]
+    """Schema argument name -> SSA value or Python literal (defaults filled in)."""
+    returned: Sequence[SSAValue]
+    """The op's own results (a None placeholder for an op returning nothing)."""
+    written: dict[str, SSAValue]
+    """Written argument -> the value of its contents after the call (functionalized)."""
+
+
+def _name_of_overload(attr: Any) -> str | None:
+    """`#torch.enum<"torch.ops._C.rms_norm.default">` -> `_C::rms_norm`."""
+    if not isinstance(attr, EnumAttr) or not attr.value.data.startswith(_OVERLOAD_PREFIX):
+        return None
+    namespace, _, rest = attr.value.data.removeprefix(_OVERLOAD_PREFIX).partition(".")
+    return schemas.qualified(f"{namespace}::{rest}")
+
+
+def read_call(op: CallOp) -> KernelCall | None:
+    """The call `op` makes, if it is a vLLM op of SCHEMAS (None otherwise, or when a
+    functionalized argument is a view of its base: its new contents are not a value)."""
+    target = op.target.data
+    if target in (AUTO_V1, AUTO_V2):
+        if len(op.args.data) != 1 or (name := _name_of_overload(op.args.data[0])) is None:
+            return None
+        if name not in schemas.SCHEMAS:
+            return None
+        kw = {k: m.arg(op, 99, k) for k in m.kwarg_names(op)}
+        n_out = max(schemas.return_count(name), 1)
+        returned, rest = list(op.results[:n_out]), list(op.results[n_out:])
+        written: dict[str, SSAValue] = {}
+        if target == AUTO_V1:
+            names = schemas.written_names(name)
+            if len(rest) != len(names):
+                return None
+            written = dict(zip(names, rest, strict=True))
+        else:
+            bases = kw.pop("_all_bases", None)
+            if not isinstance(bases, list) or len(rest) != len(bases):
+                return None
+            for arg_name in schemas.written_names(name):
+                if any(f"_{arg_name}_{k}" in kw for k in ("size", "stride", "storage_offset")):
+                    return None
+                index = kw.pop(f"_{arg_name}_base_index", None)
+                if index is None:
+                    kw[arg_name] = None
+                    continue
+                kw[arg_name] = bases[index]
+                written[arg_name] = rest[index]
+        args = _bind(name, kw)
+        return None if args is None else KernelCall(op, name, args, returned, written)
+    name = schemas.qualified(target)
+    if name not in schemas.SCHEMAS or schemas.written_names(name):
+        return None  # an op that writes must reach here functionalized
+    names = schemas.argument_names(name)
+    kw = {k: m.arg(op, i, k) for i, k in enumerate(names)}
+    kw = {k: v for k, v in kw.items() if v is not m.MISSING}
+    args = _bind(name, kw)
+    return None if args is None else KernelCall(op, name, args, list(op.results), {})
+
+
+def _bind(name: str, given: dict[str, Any]) -> dict[str, Any] | None:
+    names = schemas.argument_names(name)
+    if set(given) - set(names):
+        return None
+    args = {**schemas.defaults(name), **given}
+    return args if set(args) == set(names) else None

@@ -1,0 +1,73 @@
+"""vLLM's op schemas (vLLM 0.33: `csrc/libtorch_stable/torch_bindings.cpp`, vLLM IR's ops
+inferred from their natives, `vllm/kernels/aiter_ops.py`), the one record of them here.
+
+raise_vllm.py reads argument names and which arguments a kernel writes from these
+strings (parsed by torch, no vLLM needed), so that a graph is raised the same way with or
+without vLLM installed; the tests register stand-ins from them.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+SCHEMAS: dict[str, str] = {
+    # vLLM IR (torch.ops.vllm_ir.*)
+    "vllm_ir::rms_norm": "rms_norm(Tensor x, Tensor? weight, float epsilon, SymInt? variance_size=None) -> Tensor",
+    "vllm_ir::fused_add_rms_norm": "fused_add_rms_norm(Tensor x, Tensor x_residual, Tensor? weight, float epsilon, SymInt? variance_size=None) -> (Tensor, Tensor)",
+    "vllm_ir::fused_add_rms_norm.maybe_inplace": "fused_add_rms_norm.maybe_inplace(Tensor(a0!) x, Tensor(a1!) x_residual, Tensor? weight, float epsilon, SymInt? variance_size=None) -> (Tensor, Tensor)",
+    # _C kernels (CUDA build; `Tensor!` written in place)
+    "_C::rms_norm": "rms_norm(Tensor! result, Tensor input, Tensor? weight, float epsilon) -> ()",
+    "_C::fused_add_rms_norm": "fused_add_rms_norm(Tensor! input, Tensor! residual, Tensor? weight, float epsilon) -> ()",
+    "_C::static_scaled_fp8_quant": "static_scaled_fp8_quant(Tensor! result, Tensor input, Tensor scale, int[]? group_shape=None) -> ()",
+    "_C::dynamic_scaled_fp8_quant": "dynamic_scaled_fp8_quant(Tensor! result, Tensor input, Tensor! scale) -> ()",
+    "_C::dynamic_per_token_scaled_fp8_quant": "dynamic_per_token_scaled_fp8_quant(Tensor! result, Tensor input, Tensor! scale, Tensor? scale_ub) -> ()",
+    "_C::static_scaled_int8_quant": "static_scaled_int8_quant(Tensor! result, Tensor input, Tensor scale, Tensor? azp) -> ()",
+    "_C::dynamic_scaled_int8_quant": "dynamic_scaled_int8_quant(Tensor! result, Tensor input, Tensor! scale, Tensor!? azp) -> ()",
+    "_C::per_token_group_fp8_quant": "per_token_group_fp8_quant(Tensor input, Tensor! output_q, Tensor! output_s, int group_size, float eps, float fp8_min, float fp8_max, bool scale_ue8m0, bool dummy_is_scale_transposed, bool dummy_is_tma_aligned) -> ()",
+    "_C::rms_norm_static_fp8_quant": "rms_norm_static_fp8_quant(Tensor! result, Tensor input, Tensor weight, Tensor scale, float epsilon) -> ()",
+    "_C::fused_add_rms_norm_static_fp8_quant": "fused_add_rms_norm_static_fp8_quant(Tensor! result, Tensor input, Tensor! residual, Tensor weight, Tensor scale, float epsilon) -> ()",
+    "_C::rms_norm_dynamic_per_token_quant": "rms_norm_dynamic_per_token_quant(Tensor! result, Tensor input, Tensor weight, Tensor! scale, float epsilon, Tensor? scale_ub, Tensor!? residual) -> ()",
+    "_C::rms_norm_per_block_quant": "rms_norm_per_block_quant(Tensor! result, Tensor input, Tensor weight, Tensor! scale, float epsilon, Tensor? scale_ub, Tensor!? residual, int group_size, bool is_scale_transposed) -> ()",
+    "_C::silu_and_mul": "silu_and_mul(Tensor! result, Tensor input) -> ()",
+    "_C::gelu_and_mul": "gelu_and_mul(Tensor! out, Tensor input) -> ()",
+    "_C::gelu_tanh_and_mul": "gelu_tanh_and_mul(Tensor! out, Tensor input) -> ()",
+    "_C::silu_and_mul_quant": "silu_and_mul_quant(Tensor! result, Tensor input, Tensor scale) -> ()",
+    "_C::silu_and_mul_per_block_quant": "silu_and_mul_per_block_quant(Tensor! out, Tensor input, Tensor! scales, int group_size, Tensor? scale_ub=None, bool is_scale_transposed=False) -> ()",
+    # ROCm AITER norms (torch.ops.vllm_aiter.*)
+    "vllm_aiter::rms_norm": "rms_norm(Tensor x, Tensor weight, float variance_epsilon) -> Tensor",
+    "vllm_aiter::fused_add_rms_norm": "fused_add_rms_norm(Tensor x, Tensor residual, Tensor weight, float variance_epsilon, bool gemma_norm=False) -> (Tensor, Tensor)",
+}
+"""Qualified op name (overload included unless `.default`) -> its schema as vLLM declares it."""
+
+
+def qualified(target: str) -> str:
+    """`_C::rms_norm.default` -> `_C::rms_norm` (the key of SCHEMAS)."""
+    return target.removesuffix(".default")
+
+
+@cache
+def parsed(name: str) -> Any:
+    """torch's FunctionSchema of SCHEMAS[name]."""
+    import torch
+
+    namespace = name.split("::")[0]
+    return torch._C.parse_schema(f"{namespace}::{SCHEMAS[name]}")
+
+
+def argument_names(name: str) -> list[str]:
+    return [a.name for a in parsed(name).arguments]
+
+
+def written_names(name: str) -> list[str]:
+    """The arguments the op writes, in schema order (auto_functionalized's result order)."""
+    return [a.name for a in parsed(name).arguments
+            if a.alias_info is not None and a.alias_info.is_write]
+
+
+def defaults(name: str) -> dict[str, Any]:
+    return {a.name: a.default_value for a in parsed(name).arguments if a.has_default_value()}
+
+
+def return_count(name: str) -> int:
+    return len(parsed(name).returns)
