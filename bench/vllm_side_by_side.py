@@ -101,8 +101,8 @@ def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace) -> 
         tail = log.strip().splitlines()[-1:] or ["no output"]
         return {"error": f"exit {proc.returncode}: {tail[0][:200]}"}
     result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
-    result["fallbacks"] = sum("fall" in ln.lower() and "back" in ln.lower()
-                              for ln in log.splitlines())
+    # compile.py logs this one warning per graph our pipeline could not take
+    result["fallbacks"] = log.count("running the unmodified graph")
     return result
 
 
