@@ -96,6 +96,9 @@ def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace) -> 
                "--decode-tokens", str(args.decode_tokens), "--reps", str(args.reps)]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
     log = proc.stdout + proc.stderr
+    if args.log_dir:
+        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+        (Path(args.log_dir) / f"{model}-{way}-{int(time.time())}.log").write_text(log)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         tail = log.strip().splitlines()[-1:] or ["no output"]
@@ -133,6 +136,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--timeout", type=int, default=900)
     parser.add_argument("--ckpt-dir", default=str(Path(tempfile.gettempdir()) / "vllm-bench-ckpt"))
+    parser.add_argument("--log-dir", help="keep each engine start's output here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--way", help=argparse.SUPPRESS)
     parser.add_argument("--ckpt", help=argparse.SUPPRESS)
