@@ -167,7 +167,7 @@ def per_token_group_fp8_quant(
     s = s.squeeze(-1).flatten(0, -2)  # [T, G] (as reshape(-1, groups), without G)
     if column_major_scales:
         # Same shape [T, G], transposed strides: storage is [G, T].
-        return q, s.t().contiguous().t()
+        return q, s.t().clone(memory_format=torch.contiguous_format).t()
     return q, s
 
 

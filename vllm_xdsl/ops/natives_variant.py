@@ -109,5 +109,7 @@ def _scales(s: Tensor, scheme: QuantScheme, x: Tensor) -> Tensor:
         return s.reshape(-1, 1)
     s = s.squeeze(-1).flatten(0, -2)  # [T, G] (as reshape(-1, groups), without G)
     if scheme.column_major_scales:
-        return s.t().contiguous().t()  # same shape [T, G], storage [G, T]
+        # Same shape [T, G], storage [G, T] (clone, not contiguous(): a [G, 1] view passes as
+        # contiguous and would keep its strides).
+        return s.t().clone(memory_format=torch.contiguous_format).t()
     return s

@@ -226,7 +226,7 @@ def _recipe(op: Operation) -> tuple[_Recipe, list[int]]:
             source, index = a.args
             assert isinstance(source, torch.fx.Node)
             producer = where[source]
-            where[a] = _Value(producer.step, int(index))  # type: ignore[arg-type]
+            where[a] = _Value(producer.step, int(index))
         elif a.op == "call_function":
             target, args_a, kwargs_a = _target(a)
             _, args_b, kwargs_b = _target(b)
