@@ -49,11 +49,11 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.types import torch_dtype
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"

@@ -18,6 +18,7 @@ Modules: natives/fused (contracts), op (SemanticOp), impl (Impl, TensorMeta), re
 eager (cached eager dispatch), tolerance (OPS.md tolerances), grid (OPS.md test grid).
 """
 
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops import fused as _fused
 from vllm_xdsl.ops import natives as _n
 from vllm_xdsl.ops import registry
@@ -26,7 +27,6 @@ from vllm_xdsl.ops.fused import quant_native, scheme_of
 from vllm_xdsl.ops.impl import Impl, RegistrationError, TensorMeta
 from vllm_xdsl.ops.op import SemanticOp
 from vllm_xdsl.ops.policy import DispatchError, parse_priority, priority, set_priority
-from vllm_xdsl.ops.scheme import QuantScheme
 
 rms_norm = SemanticOp("rms_norm", _n.rms_norm, ("out",), inplace_outputs={"out": "x"})
 fused_add_rms_norm = SemanticOp(

@@ -68,11 +68,11 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
 )
 
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 from vllm_xdsl.ops import FUSED
-from vllm_xdsl.ops.scheme import QuantScheme
 from vllm_xdsl.transforms.fusion_ir import (
     all_before,
     build_op,
