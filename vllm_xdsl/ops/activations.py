@@ -20,18 +20,22 @@ custom op schemas from them.
 import torch
 from torch import Tensor
 
-# Semantic op name -> the activation it applies (vLLM's op names).
+from vllm_xdsl.core import catalog
+
+# Semantic op name -> the activation it applies (vLLM's op names), from the catalog.
 ACTIVATIONS: dict[str, str] = {
-    "silu_and_mul": "silu",
-    "gelu_and_mul": "gelu",
-    "gelu_tanh_and_mul": "gelu_tanh",
+    s.name: s.activation for s in catalog.act_and_mul_specs() if s.activation is not None
 }
-FUSED_ACT_OPS: tuple[str, ...] = tuple(f"{name}_quant" for name in ACTIVATIONS)
+# The fused quant twin of each (the catalog names its producer).
+FUSED_ACT_OPS: tuple[str, ...] = tuple(
+    s.name for s in catalog.FUSED_SPECS if s.producer in ACTIVATIONS
+)
 
 
 def activation_of(op: str) -> str | None:
     """The activation of an act-and-mul op (plain or fused quant), else None."""
-    return ACTIVATIONS.get(op.removesuffix("_quant"))
+    spec = catalog.SPECS.get(op)
+    return spec.activation if spec is not None and spec.family == "act_and_mul" else None
 
 
 def apply_activation(activation: str, a: Tensor) -> Tensor:
@@ -81,8 +85,4 @@ def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
     return act_and_mul("gelu_tanh", "gelu_tanh_and_mul", x, up)
 
 
-ACT_AND_MUL = {
-    "silu_and_mul": silu_and_mul,
-    "gelu_and_mul": gelu_and_mul,
-    "gelu_tanh_and_mul": gelu_tanh_and_mul,
-}
+ACT_AND_MUL = {name: globals()[name] for name in ACTIVATIONS}
