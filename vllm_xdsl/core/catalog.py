@@ -188,6 +188,14 @@ def _act_and_mul(name: str, activation: str) -> OpSpec:
 SILU_AND_MUL = _act_and_mul("silu_and_mul", "silu")
 GELU_AND_MUL = _act_and_mul("gelu_and_mul", "gelu")
 GELU_TANH_AND_MUL = _act_and_mul("gelu_tanh_and_mul", "gelu_tanh")
+# vLLM IR's Gemma-3n GELU-and-mul: gate values below mean + std * std_multiplier of their
+# row are zeroed first; `approximate` picks the GELU ("none" = erf, or "tanh").
+GELU_AND_MUL_SPARSE = OpSpec(
+    "gelu_and_mul_sparse", "sparse_act_and_mul",
+    (_t("x"), Param("std_multiplier", "float"), Param("approximate", "str", default="none"),
+     _opt_t("up", None)),
+    _OUT, f"{_ACTS}:gelu_and_mul_sparse", activation="gelu",
+)
 
 # --- fused ------------------------------------------------------------------------------
 
@@ -238,6 +246,7 @@ UNFUSED_SPECS: tuple[OpSpec, ...] = (
     RMS_NORM, FUSED_ADD_RMS_NORM, STATIC_SCALED_FP8_QUANT, DYNAMIC_SCALED_FP8_QUANT,
     DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT, PER_TOKEN_GROUP_FP8_QUANT, STATIC_SCALED_INT8_QUANT,
     DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT, SILU_AND_MUL, GELU_AND_MUL, GELU_TANH_AND_MUL,
+    GELU_AND_MUL_SPARSE,
 )
 FUSED_SPECS: tuple[OpSpec, ...] = (
     RMS_NORM_QUANT, FUSED_ADD_RMS_NORM_QUANT, SILU_AND_MUL_QUANT, GELU_AND_MUL_QUANT,

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
 )
@@ -586,6 +587,23 @@ class GeluTanhAndMulQuantSignature(_ActAndMulQuantSignature):
     ACTIVATION: ClassVar[str] = "gelu_tanh"
 
 
+class GeluAndMulSparseSignature(_ActAndMulSignature):
+    """vLLM IR's gelu_and_mul_sparse: the gate sparsified per row before the GELU
+    (`std_multiplier` f64, `approximate` "none" or "tanh", absent = "none")."""
+
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_sparse"
+    ACTIVATION: ClassVar[str] = "gelu"
+    std_multiplier = prop_def(FloatAttr[Float64Type])
+    approximate = opt_prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
+            raise VerifyException(
+                f"approximate must be \"none\" or \"tanh\", got {self.approximate.data!r}"
+            )
+
+
 ACT_SIGNATURES: tuple[type[_ActAndMulSignature], ...] = (
     SiluAndMulSignature, GeluAndMulSignature, GeluTanhAndMulSignature,
 )
@@ -622,6 +640,7 @@ ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
     FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} "
     f"attr-dict `:` type($x) `,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}",
     **{sig: _ACT_FORMAT for sig in ACT_SIGNATURES},
+    GeluAndMulSparseSignature: _ACT_FORMAT,
     **{sig: _ACT_QUANT_FORMAT for sig in ACT_QUANT_SIGNATURES},
 }
 
@@ -697,6 +716,7 @@ GeluAndMulOp = _vllm_op(GeluAndMulSignature)
 GeluTanhAndMulOp = _vllm_op(GeluTanhAndMulSignature)
 GeluAndMulQuantOp = _vllm_op(GeluAndMulQuantSignature)
 GeluTanhAndMulQuantOp = _vllm_op(GeluTanhAndMulQuantSignature)
+GeluAndMulSparseOp = _vllm_op(GeluAndMulSparseSignature)
 
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {

@@ -42,6 +42,7 @@ dynamic_per_token_scaled_int8_quant = SemanticOp.from_spec(
 silu_and_mul = SemanticOp.from_spec(catalog.SILU_AND_MUL)
 gelu_and_mul = SemanticOp.from_spec(catalog.GELU_AND_MUL)
 gelu_tanh_and_mul = SemanticOp.from_spec(catalog.GELU_TANH_AND_MUL)
+gelu_and_mul_sparse = SemanticOp.from_spec(catalog.GELU_AND_MUL_SPARSE)
 
 rms_norm_quant = SemanticOp.from_spec(catalog.RMS_NORM_QUANT)
 fused_add_rms_norm_quant = SemanticOp.from_spec(catalog.FUSED_ADD_RMS_NORM_QUANT)

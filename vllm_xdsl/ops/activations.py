@@ -86,3 +86,19 @@ def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
 
 
 ACT_AND_MUL = {name: globals()[name] for name in ACTIVATIONS}
+
+
+def gelu_and_mul_sparse(
+    x: Tensor, std_multiplier: float, approximate: str = "none", up: Tensor | None = None
+) -> Tensor:
+    """vLLM IR's gelu_and_mul_sparse (Gemma-3n), op for op in x's dtype: per row of the
+    gate, `cutoff = mean + std * std_multiplier` (population std), the gate becomes
+    `relu(gate - cutoff)`, then `gelu(gate, approximate) * up`."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu_and_mul_sparse: approximate must be 'none' or 'tanh', "
+                         f"not {approximate!r}")
+    gate, u = gate_and_up("gelu_and_mul_sparse", x, up)
+    mean = torch.mean(gate, dim=-1, keepdim=True)
+    std = torch.std(gate, dim=-1, keepdim=True, unbiased=False)
+    sparse_gate = torch.nn.functional.relu(gate - (mean + std * std_multiplier))
+    return torch.nn.functional.gelu(sparse_gate, approximate=approximate) * u

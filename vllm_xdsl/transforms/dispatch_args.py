@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.vllm import (
@@ -67,9 +67,23 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
         elif scheme is not None and name == "variant":
             args[name] = scheme.variant.spelling()
+        elif name in type(op).get_irdl_definition().properties:
+            # A plain scalar property (f64, i64, string): its value, or the native's default.
+            args[name] = _property_value(op, name, semantic.signature.parameters[name].default)
         else:
             raise AssertionError(f"{op.name}: no IR source for native parameter {name!r}")
     return args
+
+
+def _property_value(op: Operation, name: str, default: Any) -> Any:
+    attr = op.properties.get(name)
+    if attr is None:
+        return default
+    if isinstance(attr, FloatAttr | IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    raise AssertionError(f"{op.name}: property {name} = {attr} has no native value")
 
 
 def _is_operand(op: SemanticSignature, name: str) -> bool:
