@@ -62,7 +62,7 @@ DATA_NAMED_IMPORTS: dict[str, str] = {
     "vllm_xdsl.tools.vllm_opt": "names from TARGETS, whose strings are counted",
     "vllm_xdsl.backends.torch_export.semantic":
         "names from PROVIDER_MODULES / _MODULE_OF, whose strings and templates are counted",
-    "vllm_xdsl.frontend.targets":
+    "vllm_xdsl.dialects.call_targets":
         "the module of a call target named in an FX graph (operator, math, torch)",
 }
 
