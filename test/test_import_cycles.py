@@ -12,7 +12,7 @@ another, whether or not it runs at import time:
   an edge to every module it can spell.
 
 A dynamic import whose name is none of these (`importlib.import_module(name)` with a
-computed `name`, `__import__`) cannot be resolved, so it is forbidden except at the few
+computed `name`, `__import__`, `runpy.run_module`, under any alias) cannot be resolved, so it is forbidden except at the few
 sites listed in DATA_NAMED_IMPORTS, each with why its names are already counted or are not
 this package's. Providers and the tuner attach through the `vllm_xdsl.providers` entry
 points (package metadata, not code): a lower layer never names them.
@@ -66,7 +66,7 @@ DATA_NAMED_IMPORTS: dict[str, str] = {
         "the module of a call target named in an FX graph (operator, math, torch)",
 }
 
-_DYNAMIC_IMPORTERS = {"import_module", "__import__"}
+_DYNAMIC_IMPORTERS = {"import_module", "__import__", "run_module"}
 _MODULE_STRING = re.compile(rf"{ROOT}(\.\w+)*(:[\w.]+)?\Z")
 _FIELD = r"\w+(?:\.\w+)*"  # what one formatted field may spell in a module name
 
@@ -145,12 +145,21 @@ def _string_target(value: str, modules: dict[str, tuple[Path, bool]]) -> str | N
     return None if target == ROOT else target
 
 
-def _is_dynamic_import(node: ast.AST) -> bool:
+def _importer_aliases(tree: ast.AST) -> set[str]:
+    """The names a module calls the dynamic importers by (`import_module as load`)."""
+    names = set(_DYNAMIC_IMPORTERS)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(a.asname for a in node.names if a.name in _DYNAMIC_IMPORTERS and a.asname)
+    return names
+
+
+def _is_dynamic_import(node: ast.AST, importers: set[str]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     f = node.func
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-    return name in _DYNAMIC_IMPORTERS
+    return name in importers
 
 
 def import_graph(modules: dict[str, tuple[Path, bool]] | None = None) -> Graph:
@@ -161,9 +170,13 @@ def import_graph(modules: dict[str, tuple[Path, bool]] | None = None) -> Graph:
         source = path.read_text()
         tree = ast.parse(source, str(path))
         targets: set[str] = set()
-        # The literal pieces of an f-string are read as one template, not one by one.
+        # Strings not read one by one: the literal pieces of an f-string (read as one
+        # template) and the names of loggers.
         pieces = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)
                   for v in n.values}
+        pieces |= {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                   and isinstance(n.func, ast.Attribute) and n.func.attr == "getLogger"}
+        importers = _importer_aliases(tree)
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):
@@ -178,7 +191,7 @@ def import_graph(modules: dict[str, tuple[Path, bool]] | None = None) -> Graph:
                     names += _spelled(pattern, modules)
             elif isinstance(node, ast.JoinedStr):
                 names = _spelled(_template(node, module) or "", modules)
-            if _is_dynamic_import(node):
+            if _is_dynamic_import(node, importers):
                 assert isinstance(node, ast.Call)
                 arg = node.args[0] if node.args else None
                 resolved = (isinstance(arg, ast.Constant) and isinstance(arg.value, str)) or (
@@ -300,6 +313,8 @@ def test_the_graph_reads_every_kind_of_import(tmp_path):
         "own.py": "import importlib\nimportlib.import_module(f'{__name__}_not')\n",
         "hidden.py": "import importlib\ndef f(n):\n    return importlib.import_module(n)\n",
         "hidden2.py": "def f(n):\n    return __import__(n)\n",
+        "hidden3.py": "from importlib import import_module as load\nload(input())\n",
+        "log.py": "import logging\nlog = logging.getLogger('vllm_xdsl.top')\n",
     })
     graph = import_graph(modules)
     e = graph.edges
@@ -312,8 +327,9 @@ def test_the_graph_reads_every_kind_of_import(tmp_path):
     assert e["vllm_xdsl.fmt"] == plug - {"vllm_xdsl.plug"}
     assert e["vllm_xdsl.fmt2"] == {"vllm_xdsl.plug.a"}
     assert e["vllm_xdsl.own"] == set()
+    assert e["vllm_xdsl.log"] == set()
     assert sorted((m, line) for m, line, _ in graph.unresolved) == [
-        ("vllm_xdsl.hidden", 3), ("vllm_xdsl.hidden2", 2)]
+        ("vllm_xdsl.hidden", 3), ("vllm_xdsl.hidden2", 2), ("vllm_xdsl.hidden3", 2)]
     assert find_cycles(e) == [["vllm_xdsl.sub", "vllm_xdsl.sub.leaf", "vllm_xdsl.top"]]
 
 
