@@ -45,7 +45,7 @@ from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.ops.quant_variant import QuantVariant, Scaling
-from vllm_xdsl.ops.scheme import QuantScheme, quant_max
+from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, QuantScheme, quant_max
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
 from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
@@ -182,8 +182,6 @@ def _grouped(xs: SSAValue) -> tuple[SSAValue, int] | None:
 class RaiseQuant(RoutedPattern):
     """Every quant form of the module doc -> its unfused op with the exact variant."""
 
-    exact: bool = False  # every raise here is exact: both levels raise the same
-    approx: bool = False
     TARGETS = (*m.CAST_TARGETS, "aten::round.default")
 
     @op_type_rewrite_pattern
@@ -284,7 +282,7 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
         scheme = QuantScheme(
             qdtype, dyn is None, "tensor" if dyn is None else dyn.granularity,
             0 if grouped is None else grouped[1], False,
-            dyn is not None and dyn.use_ue8m0, 1e-10 if dyn is None else dyn.group_eps, variant,
+            dyn is not None and dyn.use_ue8m0, DEFAULT_GROUP_EPS if dyn is None else dyn.group_eps, variant,
         )
     except ValueError:
         return None
@@ -332,7 +330,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         props["group_size"] = IntegerAttr(scheme.group_size, i64)
         if scheme.use_ue8m0:
             props["use_ue8m0"] = BoolAttr.from_bool(True)
-        if scheme.group_eps != 1e-10:
+        if scheme.group_eps != DEFAULT_GROUP_EPS:
             props["eps"] = FloatAttr(scheme.group_eps, Float64Type())
         new = vllm.PerTokenGroupFp8QuantOp.build(
             operands=[plan.x, zp], result_types=[q_type, tensor_type(sd, (tokens, groups))],
