@@ -2,7 +2,7 @@
 metadata of real tensors, with the decision cached per (policy, argument metadata).
 
 The cache key must be cheap: a Python-level dispatch may add < 1 us to a ~20 us op
-(DESIGN.md, measured facts). So the key holds dtype and shape of each tensor and the
+(bench/dispatch_overhead.py measures it). So the key holds dtype and shape of each tensor and the
 device of the first, plus `policy.STATE.token`, which changes whenever a priority source
 changes; the environment variable is checked by identity of its raw bytes value.
 
