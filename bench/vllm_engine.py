@@ -21,6 +21,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,8 +72,10 @@ def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900
         log.write_text(output)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
-        last = [ln for ln in output.strip().splitlines() if ln.strip()][-1:] or ["no output"]
-        return {"error": f"exit {proc.returncode}: {last[0].strip()[:300]}"}
+        # The exception's line if there is one (progress bars may come after it).
+        said = [ln for ln in output.splitlines() if ln.strip()] or ["no output"]
+        raised = [ln for ln in said if re.search(r"\w(Error|Exception): ", ln)]
+        return {"error": f"exit {proc.returncode}: {(raised or said)[-1].strip()[:300]}"}
     result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
     return result
 
