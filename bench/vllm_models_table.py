@@ -7,6 +7,7 @@ act-and-mul sites raised against those of the model (vllm_models_config.expected
     /work/venv-vllm/bin/python bench/vllm_models_table.py --models llama,qwen3
     ... --out DIR --reuse plain   # keep each start's result in DIR, and take plain vLLM's
                                   # from an earlier run there (its tokens do not depend on us)
+    ... --out DIR --render        # only the table of the results in DIR (no engine starts)
 
 Each start takes 1-3 minutes on a 2-core machine (30 for the whole table). A model plain
 vLLM cannot start is reported with vLLM's last line, and its other ways are not tried.
@@ -44,7 +45,10 @@ def format_table(results: dict[tuple[str, str], dict[str, Any]], models: list[st
             "| act-and-mul | start-up s |")
     lines = [head, "|---|---|---|---|---|---|---|---:|"]
     for model in models:
-        plain = results[model, "plain"]
+        plain = results.get((model, "plain"))
+        if plain is None:
+            lines.append(f"| {model} | - | not run | | | | | |")
+            continue
         if "error" in plain:
             lines.append(f"| {model} | plain | vLLM's CPU build cannot run it: "
                          f"{plain['error']} | | | | | |")
@@ -77,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", default="",
                         help="comma list of ways whose results in --out are taken as they are")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per engine start")
+    parser.add_argument("--render", action="store_true",
+                        help="print the table of the results in --out, starting no engine")
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     ways = [w for w in args.ways.split(",") if w]
@@ -89,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     results: dict[tuple[str, str], dict[str, Any]] = {}
+    if args.render:
+        for model in models:
+            for way in ["plain", *ways]:
+                saved = out / "results" / f"{model}-{way}.json"
+                if saved.exists():
+                    results[model, way] = json.loads(saved.read_text())
+        print(format_table(results, models, ways))
+        return 0
     for model in models:
         checkpoint = write_checkpoint(model, out / "checkpoints" / model)
         for way in ["plain", *ways]:
