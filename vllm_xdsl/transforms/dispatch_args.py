@@ -20,6 +20,7 @@ import torch
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from vllm_xdsl.dialects.types import static_shape, torch_dtype
 from vllm_xdsl.dialects.vllm import (
     NormOp,
     QuantOp,
@@ -94,7 +95,7 @@ def meta_of(value: SSAValue, device: str) -> TensorMeta:
     """TensorMeta of an operand; an f64 scalar (runtime epsilon) as a 0-d float64 tensor."""
     t = value.type
     if isinstance(t, TensorType):
-        return TensorMeta.from_ir_type(t, device)
+        return TensorMeta(torch_dtype(t.element_type), static_shape(t), device)
     return TensorMeta(torch.float64, (), device)
 
 
