@@ -16,13 +16,13 @@ import pytest
 import torch
 
 from vllm_xdsl import ops
+from vllm_xdsl.backends.auto.torch_ops import pick
 from vllm_xdsl.ops import DispatchError, TensorMeta
 from vllm_xdsl.tune import STATS, Table, bucket_of, token_bucket, tuner
 from vllm_xdsl.tune import measure as measure_module
 from vllm_xdsl.tune.__main__ import main
 from vllm_xdsl.tune.bucket import bucket_range
 from vllm_xdsl.tune.measure import measure
-from vllm_xdsl.tune.runtime import pick
 
 X = TensorMeta(torch.float32, (48, 64), "cpu")
 W = TensorMeta(torch.float32, (64,), "cpu")

@@ -29,12 +29,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import OptOperandDef, OptResultDef
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
 from vllm_xdsl.frontend.types import FrontendError, value_type
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
 
 NAMESPACE = "vllm_xdsl"
 _F64 = Float64Type()

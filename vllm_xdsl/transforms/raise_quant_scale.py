@@ -12,7 +12,8 @@ one of them. The forms, from the scale backwards:
   `(qmax - qmin).to(dtype) / 2`); the dtype the division and the casts after it round to
   is the scale dtype; R other than FMAX / IMAX is the `range` variant;
 - `a = min(absmax, scale_ub)` (per-token fp8 only), absmax over the last dimension of the
-  quotient's numerator (`amax(abs(.), -1, keepdim)`, `max(abs(.), -1)` values + unsqueeze,
+  quotient's numerator (`amax(abs(.), -1, keepdim)`, `max(abs(.), -1)` values or
+  `amax(abs(.), -1)` + unsqueeze (vLLM's QuantFP8 per token),
   compressed-tensors' `max(|min(amin, 0)|, |max(amax, 0)|)`), or over all of it
   (`max(abs(x))` / `amax(abs(x))` reshaped to [1]: per tensor);
 - per group, also without the kept dimension: compressed-tensors reduces its groups with
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import SSAValue
 
-from vllm_xdsl.ops.quant_variant import Floor
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, Granularity
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity
+from vllm_xdsl.core.variant import Floor
 from vllm_xdsl.transforms import raise_match as m
 
 F32 = torch.float32
@@ -115,6 +116,8 @@ def row_absmax_of(a: SSAValue, keepdim: bool = True) -> SSAValue | None:
         inner = m.arg(un, 0)
         if not isinstance(inner, SSAValue) or not m.is_last_dim(m.arg(un, 1), un.results[0]):
             return None
+        if (r := _reduced(inner, "aten::amax.default")) is not None:  # vLLM's QuantFP8
+            return None if r[1] else _abs_of(r[0])
         mx = m.call_of(inner, "aten::max.dim")
         if mx is None or inner is not mx.results[0] or m.arg(mx, 2, "keepdim", False):
             return None
