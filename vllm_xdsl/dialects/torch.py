@@ -22,6 +22,8 @@ exactly as before:
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -36,11 +38,13 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.traits import EffectInstance, MemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -120,11 +124,23 @@ class NoneType(ParametrizedAttribute, TypeAttribute):
     name = "torch.none_type"
 
 
+class TorchCallEffects(MemoryEffect):
+    """A call's effects as its overload declares them: none for a known, functional,
+    deterministic op (`is_side_effect_free`), else unknown. So xDSL's dead code elimination
+    (`dce`, and the dead-op removal of every greedy pattern walk) deletes an unused call
+    exactly when it may."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance] | None:
+        return frozenset() if isinstance(op, CallOp) and is_side_effect_free(op) else None
+
+
 @irdl_op_definition
 class CallOp(IRDLOperation):
     """A call of a torch op overload, kept opaque."""
 
     name = "torch.call"
+    traits = traits_def(TorchCallEffects())
 
     target = prop_def(StringAttr)
     args = prop_def(ArrayAttr)
@@ -252,21 +268,31 @@ def _loaded_namespaces() -> set[str]:
     return {name.partition("::")[0] for name in torch._C._dispatch_get_all_op_names()}
 
 
+# Per target that resolved, whether it is side-effect free (dead-op removal asks for every
+# unused call). An unresolved target is not remembered: it may be registered later.
+_free_targets: dict[str, bool] = {}
+
+
 def is_side_effect_free(op: CallOp) -> bool:
     """Whether an unused `torch.call` may be deleted: a known, functional, deterministic op.
 
     Unknown overloads, mutating ops, collectives and random ops are kept.
     """
+    target = op.target.data
+    free = _free_targets.get(target)
+    if free is not None:
+        return free
     import torch
 
     try:
-        overload = resolve_overload(op.target.data)
+        overload = resolve_overload(target)
     except (AttributeError, RuntimeError):
         return False
     schema = overload._schema
-    if schema.is_mutable or torch.Tag.nondeterministic_seeded in overload.tags:
-        return False
-    return overload.namespace in ("aten", "prims", "vllm_xdsl")
+    free = (not (schema.is_mutable or torch.Tag.nondeterministic_seeded in overload.tags)
+            and overload.namespace in ("aten", "prims", "vllm_xdsl"))
+    _free_targets[target] = free
+    return free
 
 
 def _walk(*attrs: Attribute | None):  # noqa: ANN202
