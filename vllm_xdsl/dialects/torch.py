@@ -17,6 +17,11 @@ exactly as before:
 - `kwargs` holds keyword arguments the same way.
 - Results: one per tensor or scalar the op returns (a tuple return gives several).
 
+Values the compiler cannot look into (a torchbind script object, an object of a type
+registered with `torch._library.opaque_object.register_opaque_type`, such as the attention
+layer name vLLM passes into its graphs) have the type `!torch.opaque<"class.name">`: they
+are function arguments and call operands like any other value, and only calls read them.
+
 `torch.get_attr` stands for a module constant (an FX `get_attr` node).
 """
 
@@ -133,6 +138,26 @@ class TorchCallEffects(MemoryEffect):
     @classmethod
     def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance] | None:
         return frozenset() if isinstance(op, CallOp) and is_side_effect_free(op) else None
+
+
+@irdl_attr_definition
+class OpaqueType(ParametrizedAttribute, TypeAttribute):
+    """`!torch.opaque<"__torch__.torch.classes.ns.Cls">`: an object only torch ops read.
+
+    The parameter is the class name torch knows the object by: a script class's
+    qualified name, or the name an opaque type was registered under (`module.Class`)."""
+
+    name = "torch.opaque"
+    class_name: StringAttr
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.class_name.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [StringAttr(parser.parse_str_literal())]
 
 
 @irdl_op_definition
@@ -311,5 +336,5 @@ def _walk(*attrs: Attribute | None):  # noqa: ANN202
 Torch = Dialect(
     "torch",
     [CallOp, GetAttrOp],
-    [OperandRefAttr, NoneAttr, DtypeAttr, DeviceAttr, EnumAttr, NoneType],
+    [OperandRefAttr, NoneAttr, DtypeAttr, DeviceAttr, EnumAttr, NoneType, OpaqueType],
 )
