@@ -3,7 +3,8 @@
 Lower-dispatch (argument checks, evaluation, the traced native lowering) and export read an
 op's arguments with `native_args`; the importer builds an op from a call's arguments with
 `ir_operands` and `ir_properties`. Both directions follow the same rules, driven by the
-op's declaration (the native's parameters, in order) and the IRDL definition of its class:
+op's declaration (its parameters in core/catalog.py, in the native's order) and the IRDL
+definition of its class:
 
 - a tensor parameter is the operand of the same name (docs/OPS.md names; absent = None);
 - `epsilon` is the `epsilon` f64 property, or the `epsilon_value` operand when the graph
@@ -11,19 +12,15 @@ op's declaration (the native's parameters, in order) and the IRDL definition of 
 - a quant dtype (`quant_dtype`, `fp8_dtype`) is the element type of the result `q`;
 - a fused op's scheme parameters are the fields of its `#vllm.quant<...>` scheme, by name;
   `variant` is the variant's keyword text (an unfused quant's `variant` property);
-- any other parameter is the property of the same name (UnitAttr, BoolAttr, IntegerAttr or
-  FloatAttr, as the op declares it); an absent property is the parameter's default, and the
-  importer leaves out a property whose value is the default.
+- any other parameter is the property of the same name (UnitAttr, BoolAttr, IntegerAttr,
+  FloatAttr or StringAttr, as the op declares it); an absent property is the parameter's
+  default, and the importer leaves out a property whose value is the default.
 """
 
 from __future__ import annotations
 
-import inspect
-import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import cache
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -31,6 +28,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
     UnitAttr,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -38,10 +36,11 @@ from xdsl.irdl import IRDLOperation
 from xdsl.irdl.constraints import VerificationContext
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.catalog import SPECS, Param
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.dialects.types import torch_dtype
 from vllm_xdsl.dialects.vllm import NormOp, QuantOp, SemanticSignature
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import parse_variant
 
 # Native parameters that are the quant dtype: the element type of the result `q`.
 _DTYPE_PARAMETERS = ("quant_dtype", "fp8_dtype")
@@ -55,22 +54,6 @@ class BindingError(ValueError):
     """An argument the IR cannot hold (e.g. a graph value where a property is needed)."""
 
 
-@dataclass(frozen=True)
-class Parameter:
-    """A native parameter: its name, the Python kind of its value, its default (or none)."""
-
-    name: str
-    kind: str  # "tensor", "float", "int", "bool", "str" or "dtype"
-    has_default: bool
-    default: Any = None
-
-
-@cache
-def parameters(semantic_name: str) -> tuple[Parameter, ...]:
-    """The native's parameters of a semantic op, in order."""
-    return _parameters(semantic_name)
-
-
 # --- IR -> native --------------------------------------------------------------------------
 
 
@@ -82,7 +65,7 @@ def native_args(op: SemanticSignature, value_of: Callable[[SSAValue], Any]) -> d
     definition = type(op).get_irdl_definition()
     operands = {name for name, _ in definition.operands}
     args: dict[str, Any] = {}
-    for p in parameters(op.SEMANTIC_NAME):
+    for p in SPECS[op.SEMANTIC_NAME].params:
         name = p.name
         if name in operands:
             v = getattr(op, name)
@@ -104,9 +87,11 @@ def native_args(op: SemanticSignature, value_of: Callable[[SSAValue], Any]) -> d
     return args
 
 
-def _python_value(attr: Attribute | None, p: Parameter) -> Any:
+def _python_value(attr: Attribute | None, p: Param) -> Any:
     if attr is None:
         return p.default if p.has_default else None
+    if isinstance(attr, StringAttr):
+        return attr.data
     if isinstance(attr, UnitAttr):
         return True
     if isinstance(attr, IntegerAttr):
@@ -141,7 +126,7 @@ def ir_properties(
     """The properties of the op that a call with these arguments (all bound by name, defaults
     filled in) is; BindingError if an argument the IR holds as a property is a graph value."""
     definition = op_class.get_irdl_definition()
-    params = parameters(op_class.SEMANTIC_NAME)
+    params = SPECS[op_class.SEMANTIC_NAME].params
 
     def literal(name: str) -> Any:
         value = args[name]
@@ -169,7 +154,7 @@ def ir_properties(
             value = literal(name)
             if p.has_default and value == p.default:
                 continue
-            props[name] = _attribute(op_class, name, value)
+            props[name] = _attribute(op_class, p, value)
         else:
             raise AssertionError(f"{op_class.name}: no IR place for native parameter {name!r}")
     if has_scheme:
@@ -189,43 +174,25 @@ def _scheme_attr(literal: Callable[[str], Any]) -> QuantSchemeAttr:
     )
 
 
-def _attribute(op_class: type[IRDLOperation], name: str, value: Any) -> Attribute:
-    """`value` as the attribute the op's property `name` is declared to hold."""
-    if isinstance(value, bool):
-        candidates: tuple[Attribute, ...] = (UnitAttr(), BoolAttr.from_bool(value)) if value \
-            else (BoolAttr.from_bool(value),)
-    elif isinstance(value, int):
-        candidates = (IntegerAttr(value, IntegerType(64)),)
-    elif isinstance(value, float):
-        candidates = (FloatAttr(value, Float64Type()),)
+def _attribute(op_class: type[IRDLOperation], p: Param, value: Any) -> Attribute:
+    """`value` as the attribute the op's property `p.name` is declared to hold."""
+    candidates: tuple[Attribute, ...]
+    if p.kind == "bool":
+        flag = BoolAttr.from_bool(bool(value))
+        candidates = (UnitAttr(), flag) if value else (flag,)
+    elif p.kind == "int":
+        candidates = (IntegerAttr(int(value), IntegerType(64)),)
+    elif p.kind == "float":
+        candidates = (FloatAttr(float(value), Float64Type()),)
+    elif p.kind == "str":
+        candidates = (StringAttr(str(value)),)
     else:
-        raise BindingError(f"{name} = {value!r} is not a bool, int or float")
-    constraint = op_class.get_irdl_definition().properties[name].constr
+        raise AssertionError(f"{op_class.name}: a {p.kind} parameter {p.name} as a property")
+    constraint = op_class.get_irdl_definition().properties[p.name].constr
     for attr in candidates:
         try:
             constraint.verify(attr, VerificationContext())
         except VerifyException:
             continue
         return attr
-    raise BindingError(f"{name} = {value!r} does not fit the property {op_class.name} declares")
-
-
-# --- the declaration ------------------------------------------------------------------------
-
-
-def _parameters(semantic_name: str) -> tuple[Parameter, ...]:
-    from vllm_xdsl import ops
-
-    signature = ops.ALL_OPS[semantic_name].signature
-    return tuple(
-        Parameter(p.name, _kind(p.annotation), p.default is not inspect.Parameter.empty,
-                  None if p.default is inspect.Parameter.empty else p.default)
-        for p in signature.parameters.values()
-    )
-
-
-def _kind(annotation: Any) -> str:
-    if get_origin(annotation) in (Union, types.UnionType):
-        annotation = next(a for a in get_args(annotation) if a is not type(None))
-    name = getattr(annotation, "__name__", str(annotation))
-    return {"Tensor": "tensor", "dtype": "dtype"}.get(name, name)
+    raise BindingError(f"{p.name} = {value!r} does not fit the property {op_class.name} declares")

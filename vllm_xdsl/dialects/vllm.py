@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
 )
@@ -51,11 +52,11 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.types import torch_dtype
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
@@ -618,6 +619,23 @@ class GeluTanhAndMulQuantSignature(_ActAndMulQuantSignature):
     ACTIVATION: ClassVar[str] = "gelu_tanh"
 
 
+class GeluAndMulSparseSignature(_ActAndMulSignature):
+    """vLLM IR's gelu_and_mul_sparse: the gate sparsified per row before the GELU
+    (`std_multiplier` f64, `approximate` "none" or "tanh", absent = "none")."""
+
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_sparse"
+    ACTIVATION: ClassVar[str] = "gelu"
+    std_multiplier = prop_def(FloatAttr[Float64Type])
+    approximate = opt_prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
+            raise VerifyException(
+                f"approximate must be \"none\" or \"tanh\", got {self.approximate.data!r}"
+            )
+
+
 ACT_SIGNATURES: tuple[type[_ActAndMulSignature], ...] = (
     SiluAndMulSignature, GeluAndMulSignature, GeluTanhAndMulSignature,
 )
@@ -637,6 +655,7 @@ SIGNATURES: tuple[type[SemanticSignature], ...] = (
     RmsNormQuantSignature,
     FusedAddRmsNormQuantSignature,
     *ACT_SIGNATURES,
+    GeluAndMulSparseSignature,
     *ACT_QUANT_SIGNATURES,
 )
 
@@ -734,6 +753,11 @@ class GeluTanhAndMulOp(GeluTanhAndMulSignature):
 
 
 @irdl_op_definition
+class GeluAndMulSparseOp(GeluAndMulSparseSignature):
+    name = "vllm.gelu_and_mul_sparse"
+
+
+@irdl_op_definition
 class SiluAndMulQuantOp(SiluAndMulQuantSignature):
     name = "vllm.silu_and_mul_quant"
 
@@ -762,6 +786,7 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
     SiluAndMulOp,
     GeluAndMulOp,
     GeluTanhAndMulOp,
+    GeluAndMulSparseOp,
     SiluAndMulQuantOp,
     GeluAndMulQuantOp,
     GeluTanhAndMulQuantOp,

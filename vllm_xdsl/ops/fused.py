@@ -10,11 +10,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from vllm_xdsl.core.scheme import QuantScheme, granularity_of
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL
 from vllm_xdsl.ops.natives_variant import quantize_variant
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import QuantScheme, granularity_of
 
 
 def quant_native(

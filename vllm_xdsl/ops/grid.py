@@ -23,6 +23,9 @@ import torch
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.tolerance import Kind
 
+# Normal(0, 1).icdf(0.95): vLLM's std_multiplier for Gemma-3n's activation_sparsity 0.95.
+SPARSE_STD_MULTIPLIER = 1.6448536269514722
+
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 NORM_OPS = ("rms_norm", "fused_add_rms_norm")
@@ -214,6 +217,11 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
         elif op in ACTIVATIONS:  # x = [gate | up], and gate with a separate up
             yield Case(op, dtype, (x(shape=(t, 2 * h)),), f"{dt} T={t} d={h}")
             yield Case(op, dtype, (x(), x()), f"{dt} T={t} d={h} up")
+        elif op == "gelu_and_mul_sparse":  # vLLM's Gemma-3n sparsity (0.95), both GELUs
+            for approximate in ("none", "tanh"):
+                lab = f"{dt} T={t} d={h} approximate={approximate}"
+                yield Case(op, dtype, (x(shape=(t, 2 * h)), SPARSE_STD_MULTIPLIER, approximate), lab)
+                yield Case(op, dtype, (x(), SPARSE_STD_MULTIPLIER, approximate, x()), lab + " up")
         elif op in FUSED_ACT_OPS:
             for (qd, static, gran, kw, with_ub), with_up in itertools.product(
                 FUSED_SCHEMES, (False, True)
@@ -250,6 +258,7 @@ def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
         norm: tuple[Kind, ...] = ("norm", "value")
         return norm[:n]
     kinds: list[Kind] = ["value"] * n
-    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS):
+    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS,
+                  "gelu_and_mul_sparse"):
         kinds[-1] = "scales"
     return tuple(kinds)

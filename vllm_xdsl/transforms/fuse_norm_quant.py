@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType, UnitAttr
@@ -68,11 +68,12 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
 )
 
+from vllm_xdsl.core import catalog
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 from vllm_xdsl.ops import FUSED
-from vllm_xdsl.ops.scheme import QuantScheme
 from vllm_xdsl.transforms.fusion_ir import (
     all_before,
     build_op,
@@ -99,13 +100,14 @@ class Family:
     accepts: Callable[[QuantScheme], bool]
 
 
+# Each fused op of the catalog with the producer it composes (norms and every act-and-mul
+# op, one operand or gate and up).
 FAMILIES: dict[type[Operation], Family] = {
-    vllm.RmsNormOp: Family(vllm.RmsNormQuantOp, _fusable_scheme),
-    vllm.FusedAddRmsNormOp: Family(vllm.FusedAddRmsNormQuantOp, _fusable_scheme),
-    # Every act-and-mul op (one operand or gate and up) with its fused quant twin.
-    vllm.SiluAndMulOp: Family(vllm.SiluAndMulQuantOp, _fusable_scheme),
-    vllm.GeluAndMulOp: Family(vllm.GeluAndMulQuantOp, _fusable_scheme),
-    vllm.GeluTanhAndMulOp: Family(vllm.GeluTanhAndMulQuantOp, _fusable_scheme),
+    vllm.OPS_BY_NAME[spec.producer]: Family(
+        cast("type[vllm.FusedQuantOp]", vllm.OPS_BY_NAME[spec.name]), _fusable_scheme
+    )
+    for spec in catalog.FUSED_SPECS
+    if spec.producer is not None
 }
 
 

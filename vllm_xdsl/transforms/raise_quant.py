@@ -40,12 +40,14 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.dtypes import DType, quant_max
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.variant import QuantVariant, Scaling
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import QuantVariant, Scaling
-from vllm_xdsl.ops.scheme import QuantScheme, quant_max
+from vllm_xdsl.ops.dtypes import to_torch
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
 from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
@@ -276,9 +278,9 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
         if value is not None and sum(d == DYNAMIC_INDEX for d in m.shape(value) or ()) > 1:
             return None  # reshaped back to that shape: at most one dynamic dim
     if dyn is None:
-        variant = QuantVariant(scaling, qd)
+        variant = QuantVariant(scaling, DType.of(qd))
     else:
-        variant = QuantVariant(scaling, qd, dyn.scale_dtype, dyn.floor, dyn.floor_eps,
+        variant = QuantVariant(scaling, DType.of(qd), DType.of(dyn.scale_dtype), dyn.floor, dyn.floor_eps,
                                dyn.scale_range)
     try:
         scheme = QuantScheme(
@@ -302,7 +304,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         props["variant"] = QuantVariantAttr.from_variant(scheme.variant)
     pre = TorchBuilder()  # the zero point reshaped to the op's per-group shape, if need be
     zp = [] if plan.zp is None else [_reshaped(pre, plan.zp, plan.zp_shape or m.shape(plan.zp))]
-    sd = scheme.variant.scale_dtype
+    sd = to_torch(scheme.variant.scale_dtype)
     tokens = _tokens(x_shape[:-1])
     new: Operation
     if dyn is None:

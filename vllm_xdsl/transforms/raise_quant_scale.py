@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import SSAValue
 
-from vllm_xdsl.ops.quant_variant import Floor
-from vllm_xdsl.ops.scheme import Granularity
+from vllm_xdsl.core.scheme import Granularity
+from vllm_xdsl.core.variant import Floor
 from vllm_xdsl.transforms import raise_match as m
 
 F32 = torch.float32

@@ -50,10 +50,10 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_build import build_norm, epsilon_of
 from vllm_xdsl.transforms.raise_route import RoutedPattern

@@ -105,6 +105,9 @@ def register(vendor: Vendor = "cuda") -> None:
 
     fns = launchers(vendor)
     for name, op in ops.ALL_OPS.items():
+        fn = getattr(fns, INPLACE.get(name, name), None)
+        if fn is None:
+            continue  # an op this kernel family does not implement (yet)
         inplace = name in INPLACE
 
         def check(_op: str = name, **args: Any) -> bool | str:
@@ -112,5 +115,5 @@ def register(vendor: Vendor = "cuda") -> None:
 
         op.register_impl(vendor, supported=lambda target=None: available(vendor, target),
                          supports_args=check,
-                         inplace=inplace)(getattr(fns, INPLACE.get(name, name)))
+                         inplace=inplace)(fn)
     _registered.add(vendor)

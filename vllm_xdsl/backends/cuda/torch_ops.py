@@ -20,12 +20,12 @@ from torch import Tensor
 
 from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
+from vllm_xdsl.core.scheme import Granularity, QuantScheme
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused import scheme_of
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
 

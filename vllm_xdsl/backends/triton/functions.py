@@ -13,13 +13,14 @@ from torch import Tensor
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.backends.triton.spec import variant_fields
-from vllm_xdsl.ops.quant_variant import (
+from vllm_xdsl.core.dtypes import fp8_max
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.variant import (
     DEFAULT_VARIANT,
     QuantVariant,
     parse_variant,
     variant_problem_beyond,
 )
-from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
 _INT8_STATIC = QuantScheme(torch.int8, True, "tensor")

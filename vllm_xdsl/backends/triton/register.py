@@ -12,9 +12,9 @@ import os
 from typing import Any
 
 from vllm_xdsl.backends.triton.spec import ACT_DTYPES, variant_fields
+from vllm_xdsl.core.variant import variant_problem_beyond
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
 from vllm_xdsl.ops.impl import TensorMeta
-from vllm_xdsl.ops.quant_variant import variant_problem_beyond
 
 PROVIDER = "triton"
 # Rows wider than this would need a looped kernel where one BLOCK covers a whole row (the
