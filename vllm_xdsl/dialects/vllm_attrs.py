@@ -19,13 +19,15 @@ unfused quant ops, whose scheme the op name says.
 
 from __future__ import annotations
 
-import torch
+from typing import Any
+
 from xdsl.dialects.builtin import Float64Type, FloatData, IntAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
+from vllm_xdsl.core.dtypes import DType
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
 from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant, parse_variant
 
@@ -84,8 +86,8 @@ class QuantSchemeAttr(ParametrizedAttribute):
     def static(self) -> bool:
         return self.mode.data == "static"
 
-    def to_scheme(self, dtype: torch.dtype) -> QuantScheme:
-        """The full scheme, given the quant dtype from the result type."""
+    def to_scheme(self, dtype: Any) -> QuantScheme:
+        """The full scheme, given the quant dtype (a torch dtype or a DType) of the result."""
         return QuantScheme(
             dtype=dtype,
             static=self.static,
@@ -185,7 +187,7 @@ def _structural_problem(
     """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
     try:
         QuantScheme(
-            torch.float8_e4m3fn,
+            DType.F8E4M3FN,
             static=static,
             granularity=granularity_of(granularity),
             group_size=group_size,
