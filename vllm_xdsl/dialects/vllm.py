@@ -783,6 +783,11 @@ class GeluTanhAndMulQuantOp(GeluTanhAndMulQuantSignature):
     name = "vllm.gelu_tanh_and_mul_quant"
 
 
+@irdl_op_definition
+class GeluAndMulSparseOp(GeluAndMulSparseSignature):
+    name = "vllm.gelu_and_mul_sparse"
+
+
 VLLM_OPS: tuple[type[SemanticSignature], ...] = (
     RmsNormOp,
     FusedAddRmsNormOp,
@@ -801,6 +806,7 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
     SiluAndMulQuantOp,
     GeluAndMulQuantOp,
     GeluTanhAndMulQuantOp,
+    GeluAndMulSparseOp,
 )
 
 # Semantic op name -> vllm op class.
