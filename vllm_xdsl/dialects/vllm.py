@@ -764,11 +764,6 @@ class GeluTanhAndMulOp(GeluTanhAndMulSignature):
 
 
 @irdl_op_definition
-class GeluAndMulSparseOp(GeluAndMulSparseSignature):
-    name = "vllm.gelu_and_mul_sparse"
-
-
-@irdl_op_definition
 class SiluAndMulQuantOp(SiluAndMulQuantSignature):
     name = "vllm.silu_and_mul_quant"
 
@@ -802,7 +797,6 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
     SiluAndMulOp,
     GeluAndMulOp,
     GeluTanhAndMulOp,
-    GeluAndMulSparseOp,
     SiluAndMulQuantOp,
     GeluAndMulQuantOp,
     GeluTanhAndMulQuantOp,
