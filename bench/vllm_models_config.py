@@ -50,6 +50,27 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
+def expected_sites(name: str) -> dict[str, int]:
+    """The norm, residual-add and act-and-mul sites of one forward of vLLM's model `name`
+    (vllm/model_executor/models/<name>.py), counted from the config as the corpus counts
+    its HF models (test/corpus/hf.py):
+    - norm: two per layer (input, post-attention), Qwen3/Gemma3's q and k norms, Gemma2/3's
+      pre- and post-feedforward norms, and the final norm;
+    - residual: two per layer: every norm that vLLM calls with a residual (each layer's
+      input norm but the first, the post-attention norm or Gemma2/3's pre-feedforward norm,
+      and the final norm) adds it first;
+    - act: one SiluAndMul / GeluAndMul per dense MLP (Qwen2Moe's shared expert is one).
+      MoE experts run inside vLLM's CPU kernel (`cpu_fused_moe`): no act site in the graph,
+      so Mixtral has none.
+    """
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    layers = COMMON["num_hidden_layers"]
+    per_layer = 2 + 2 * (name in ("qwen3", "gemma3")) + 2 * (name in ("gemma2", "gemma3"))
+    return {"norm": layers * per_layer + 1, "residual": 2 * layers,
+            "act": 0 if name == "mixtral" else layers}
+
+
 def write_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
     """Save the random checkpoint of model `name` under `directory` (reused when present)."""
     if name not in MODELS:

@@ -211,3 +211,57 @@ def test_forms_left_unraised(form: str) -> None:
     module, _ = _raised(fn, (x, r), False)
     RaiseNativePass().apply(make_context(), module)
     assert not any(op.name.startswith("vllm.") for op in module.walk())
+
+
+FP8_MAX = torch.finfo(FP8).max
+FP8_MIN_SCALING_FACTOR = 1.0 / (FP8_MAX * 512.0)
+
+
+def quantfp8_per_token(x, scale_ub=None):  # noqa: ANN001, ANN201
+    """vLLM 0.32's QuantFP8.forward_native, dynamic per token, as written there."""
+    x_max = x.abs().amax(dim=-1)
+    x_max = x_max.unsqueeze(-1).to(torch.float32)
+    if scale_ub is not None:
+        x_max = x_max.clamp(max=scale_ub)
+    scale = (x_max / FP8_MAX).clamp(min=FP8_MIN_SCALING_FACTOR)
+    out = x.to(torch.float32) * scale.to(torch.float32).reciprocal()
+    return out.clamp(-FP8_MAX, FP8_MAX).to(FP8), scale
+
+
+def rms_norm_native(x, w):  # noqa: ANN001, ANN201
+    """vLLM IR's rms_norm native (its default CPU form)."""
+    xf = x.to(torch.float32)
+    xf = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + EPS)
+    return (xf.to(w.dtype) * w).to(x.dtype)
+
+
+def quantfp8_block(x, w, ub):  # noqa: ANN001, ANN201
+    return (*quantfp8_per_token(rms_norm_native(x, w)), *quantfp8_per_token(x),
+            *quantfp8_per_token(rms_norm_native(x, w), ub))
+
+
+def test_quantfp8_per_token_native_raised_fused_and_exact() -> None:
+    """QuantFP8's per-token native reduces without the kept dimension and unsqueezes
+    (`amax(|x|, -1).unsqueeze(-1)`): raised to the `recip` variant, fused after a norm,
+    and the raised graph computes what the native does, bit for bit."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(17, H, generator=g).to(BF16)
+    w = torch.randn(H, generator=g).to(BF16)
+    x[3] = 0  # a zero row: the floored scale
+    args = (x, w, torch.tensor([0.004]))
+    module, expected, got = _raised_run(quantfp8_block, args)
+    counts = Counter(op.name for op in module.walk() if op.name.startswith("vllm."))
+    assert counts == {"vllm.rms_norm": 2, "vllm.dynamic_per_token_scaled_fp8_quant": 3}, counts
+    quants = [str(op) for op in module.walk() if op.name.endswith("per_token_scaled_fp8_quant")]
+    assert all("#vllm.quant_variant<recip>" in q for q in quants), quants
+    for i, (e, r) in enumerate(zip(expected, got, strict=True)):
+        assert e.dtype == r.dtype and e.shape == r.shape, i
+        assert torch.equal(e.view(torch.uint8) if e.dtype == FP8 else e,
+                           r.view(torch.uint8) if r.dtype == FP8 else r), i
+    module, _ = _raised(quantfp8_block, args, False)
+    result = run_pipeline(module, PipelineOptions(passes=("raise-native", "fuse-norm-quant"),
+                                                  target="cpu"))
+    after = result.stages[-1].op_counts
+    assert after.get("vllm.rms_norm_quant") == 2, after
+    assert after.get("vllm.dynamic_per_token_scaled_fp8_quant") == 1, after
+    assert "vllm.rms_norm" not in after, after

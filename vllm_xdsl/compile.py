@@ -91,7 +91,7 @@ class InductorForward:
     (`compile_fx_forward`): on an inference graph its joint-graph passes, then output
     strides and static inputs for `compile_fx_inner`. Calling compile_fx_inner alone made
     the post-grad passes redo the joint-graph rewrites, and each rewrite re-ran fake-tensor
-    propagation through every node downstream (issue 17: 161 of 279 nodes at 2 layers)."""
+    propagation through every node downstream (measured: 161 of 279 nodes at 2 layers)."""
 
     def __init__(self, dynamo_gm: torch.fx.GraphModule, num_inputs: int) -> None:
         from torch._inductor.compile_fx import (

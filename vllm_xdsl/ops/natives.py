@@ -141,7 +141,7 @@ def per_token_group_fp8_quant(
     group_size: int,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    eps: float = 1e-10,
+    eps: float = DEFAULT_GROUP_EPS,
     fp8_dtype: torch.dtype = torch.float8_e4m3fn,
     zero_point: Tensor | None = None,
     variant: str = "",

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.binding import native_args
+from vllm_xdsl.dialects.types import static_shape, torch_dtype
 from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import TensorMeta
 
@@ -24,7 +25,7 @@ def meta_of(value: SSAValue, device: str) -> TensorMeta:
     """TensorMeta of an operand; an f64 scalar (runtime epsilon) as a 0-d float64 tensor."""
     t = value.type
     if isinstance(t, TensorType):
-        return TensorMeta.from_ir_type(t, device)
+        return TensorMeta(torch_dtype(t.element_type), static_shape(t), device)
     return TensorMeta(torch.float64, (), device)
 
 

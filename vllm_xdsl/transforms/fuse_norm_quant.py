@@ -27,10 +27,8 @@ Decisions:
   exactly what the graph computes. Raising it onto the f32-sum variant instead would
   change the norm by an ulp, which a quant after it turns into fp8 flips (measured,
   257x4096 per-token fp8: 0.34 % of values for f16, 2.8 % for bf16) and a model of fp8
-  linears amplifies beyond the whole-model tolerance: this pass never does that.
-  `raise-rounded-adds` once asked for it; it is kept as an accepted option with no effect
-  (f16/bf16 adds are raised, exactly, either way). The variant travels into
-  `fused_add_rms_norm_quant`. `residual_out` is bit-identical to the add in every case.
+  linears amplifies beyond the whole-model tolerance: this pass never does that. The
+  variant travels into `fused_add_rms_norm_quant`. `residual_out` is bit-identical to the add in every case.
 - **Views.** aten view/reshape/_unsafe_view/flatten/unflatten/squeeze/unsqueeze calls
   between producer and quant that keep the element type and the (static) last dimension
   do not block fusion: the fused op runs on the producer's
@@ -303,10 +301,6 @@ class FuseNormQuantPass(ModulePass):
     """Fuse rms_norm / fused_add_rms_norm / the act-and-mul ops with the quant of their output."""
 
     name = "fuse-norm-quant"
-
-    raise_rounded_adds: bool = False
-    """No effect, kept so that existing pipelines still parse: f16/bf16 residual adds are
-    raised exactly, as the rounded_sum variant, either way (see the module doc)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         raise_adds = RaiseResidualAdd()

@@ -17,7 +17,8 @@ can only say whether it runs on this machine, and is taken as it answers.
 Options: `target` (cuda, rocm, cpu; default: the module attribute `vllm.target`, else
 cuda), `priority` (e.g. "rms_norm=triton,native;silu_and_mul=cuda!"), `report=true`
 (print the dispatch report to stderr). From Python: `lower_dispatch(module, target,
-priority) -> DispatchReport`.
+priority) -> DispatchReport`, or `LowerDispatchPass(...).lower(ctx, module)`, which applies
+the pass and returns its report (the pipeline's way: the report is a result, not state).
 """
 
 from __future__ import annotations
@@ -59,8 +60,6 @@ PROVIDER_DIALECTS = ("triton", "cuda", "rocm")
 TARGET_ATTR = "vllm.target"
 # Operand positions of the inputs an in-place kernel may overwrite.
 _INPUT_INDEX = {"x": 0, "residual": 1}
-
-LAST_REPORT: DispatchReport | None = None  # the report of the latest lowering (any entry)
 
 
 def provider_op_class(provider: str, semantic: str) -> type[SemanticSignature] | None:
@@ -270,7 +269,6 @@ def lower_dispatch(
     that `priority` or VLLM_XDSL_PRIORITY names and no one registered included), and naming
     the node, op, impl and reason for a forced impl that cannot run.
     """
-    global LAST_REPORT
     target = target or module_target(module)
     parsed = check_options(target, priority)
     env = env_text()
@@ -282,7 +280,6 @@ def lower_dispatch(
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
     except DispatchError as e:  # drop the walker's note (a dump of the whole module)
         raise DispatchError(str(e)) from None
-    LAST_REPORT = report
     return report
 
 
@@ -312,12 +309,17 @@ class LowerDispatchPass(ModulePass):
             raise ValueError(str(e)) from None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.lower(ctx, op)
+
+    def lower(self, ctx: Context, op: ModuleOp) -> DispatchReport:
+        """`apply`, returning the dispatch report (printed too with `report=true`)."""
         try:
             report = lower_dispatch(op, self.target, self.priority)
         except DispatchError as e:
             raise PassFailedException(str(e)) from None
         if self.report:
             print(report.format(), file=sys.stderr)
+        return report
 
 
-__all__ = ["LAST_REPORT", "LowerDispatchPass", "check_options", "lower_dispatch"]
+__all__ = ["LowerDispatchPass", "check_options", "lower_dispatch"]

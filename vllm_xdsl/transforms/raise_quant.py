@@ -41,7 +41,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.core.dtypes import DType, quant_max
-from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme
 from vllm_xdsl.core.variant import QuantVariant, Scaling
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
@@ -184,8 +184,6 @@ def _grouped(xs: SSAValue) -> tuple[SSAValue, int] | None:
 class RaiseQuant(RoutedPattern):
     """Every quant form of the module doc -> its unfused op with the exact variant."""
 
-    exact: bool = False  # every raise here is exact: both levels raise the same
-    approx: bool = False
     TARGETS = (*m.CAST_TARGETS, "aten::round.default")
 
     @op_type_rewrite_pattern
@@ -286,7 +284,7 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
         scheme = QuantScheme(
             qdtype, dyn is None, "tensor" if dyn is None else dyn.granularity,
             0 if grouped is None else grouped[1], False,
-            dyn is not None and dyn.use_ue8m0, 1e-10 if dyn is None else dyn.group_eps, variant,
+            dyn is not None and dyn.use_ue8m0, DEFAULT_GROUP_EPS if dyn is None else dyn.group_eps, variant,
         )
     except ValueError:
         return None
@@ -334,7 +332,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         props["group_size"] = IntegerAttr(scheme.group_size, i64)
         if scheme.use_ue8m0:
             props["use_ue8m0"] = BoolAttr.from_bool(True)
-        if scheme.group_eps != 1e-10:
+        if scheme.group_eps != DEFAULT_GROUP_EPS:
             props["eps"] = FloatAttr(scheme.group_eps, Float64Type())
         new = vllm.PerTokenGroupFp8QuantOp.build(
             operands=[plan.x, zp], result_types=[q_type, tensor_type(sd, (tokens, groups))],

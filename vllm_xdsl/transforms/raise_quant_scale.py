@@ -12,7 +12,8 @@ one of them. The forms, from the scale backwards:
   `(qmax - qmin).to(dtype) / 2`); the dtype the division and the casts after it round to
   is the scale dtype; R other than FMAX / IMAX is the `range` variant;
 - `a = min(absmax, scale_ub)` (per-token fp8 only), absmax over the last dimension of the
-  quotient's numerator (`amax(abs(.), -1, keepdim)`, `max(abs(.), -1)` values + unsqueeze,
+  quotient's numerator (`amax(abs(.), -1, keepdim)`, `max(abs(.), -1)` values or
+  `amax(abs(.), -1)` + unsqueeze (vLLM's QuantFP8 per token),
   compressed-tensors' `max(|min(amin, 0)|, |max(amax, 0)|)`), or over all of it
   (`max(abs(x))` / `amax(abs(x))` reshaped to [1]: per tensor);
 - per group, also without the kept dimension: compressed-tensors reduces its groups with
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import SSAValue
 
-from vllm_xdsl.core.scheme import Granularity
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity
 from vllm_xdsl.core.variant import Floor
 from vllm_xdsl.transforms import raise_match as m
 
@@ -50,7 +51,7 @@ class DynamicScale:
     scale_range: float  # 0.0: FMAX / IMAX
     scale_ub: SSAValue | None
     use_ue8m0: bool = False
-    group_eps: float = 1e-10
+    group_eps: float = DEFAULT_GROUP_EPS
     scale_view: SSAValue | None = None  # `scale.unsqueeze(-1)` the quotient divides by
 
 
@@ -115,6 +116,8 @@ def row_absmax_of(a: SSAValue, keepdim: bool = True) -> SSAValue | None:
         inner = m.arg(un, 0)
         if not isinstance(inner, SSAValue) or not m.is_last_dim(m.arg(un, 1), un.results[0]):
             return None
+        if (r := _reduced(inner, "aten::amax.default")) is not None:  # vLLM's QuantFP8
+            return None if r[1] else _abs_of(r[0])
         mx = m.call_of(inner, "aten::max.dim")
         if mx is None or inner is not mx.results[0] or m.arg(mx, 2, "keepdim", False):
             return None
@@ -249,7 +252,7 @@ def dynamic_scale(
     r = m.constant_value(args[1])
     if r is None or r <= 0:
         return None
-    a, group_eps = args[0], 1e-10
+    a, group_eps = args[0], DEFAULT_GROUP_EPS
     if not floor:
         # Only the per-group contract has no floor after the division: it floors the absmax.
         lo = m.call_of(a, "aten::clamp_min.default", "aten::clamp.default")

@@ -1,4 +1,4 @@
-"""Launchers: one function per op with exactly the native signature (ops_api.md).
+"""Launchers: one function per op with exactly the native signature (docs/OPS.md).
 
 Each builds the KernelSpec of its call, allocates outputs as the native does (shapes,
 dtypes, column-major scale strides) and launches one program per row. Rows are passed
