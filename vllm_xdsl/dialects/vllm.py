@@ -56,7 +56,13 @@ from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.element_types import dtype_of
-from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
+from vllm_xdsl.dialects.vllm_attrs import (
+    QuantGranularityAttr,
+    QuantModeAttr,
+    QuantSchemeAttr,
+    QuantVariantAttr,
+    scheme_problem,
+)
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
@@ -231,7 +237,7 @@ class _UnfusedQuantMixin(_QuantMixin):
         except ValueError as e:
             raise VerifyException(
                 f"variant {self.variant} does not fit {self.SEMANTIC_NAME}: "
-                f"{str(e).split(': ', 1)[-1]}"
+                f"{scheme_problem(e)}"
             ) from None
         check.zero_point(self.zero_point, x, scheme)
         return scheme
@@ -443,7 +449,7 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
             raise VerifyException(
                 f"scheme {self.scheme} does not fit result element type "
                 f"{self.q.type.element_type}: "
-                f"{str(e).split(': ', 1)[-1]}"
+                f"{scheme_problem(e)}"
             ) from None
         if scheme.static:
             if self.scale is None:
@@ -806,4 +812,6 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {op.SEMANTIC_NAME: op for op in VLLM_OPS}
 
-Vllm = Dialect("vllm", list(VLLM_OPS), [QuantSchemeAttr, QuantVariantAttr])
+Vllm = Dialect(
+    "vllm", list(VLLM_OPS), [QuantSchemeAttr, QuantVariantAttr, QuantModeAttr, QuantGranularityAttr]
+)
