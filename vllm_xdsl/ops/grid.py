@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
 from vllm_xdsl.ops.tolerance import Kind
 
 # Normal(0, 1).icdf(0.95): vLLM's std_multiplier for Gemma-3n's activation_sparsity 0.95.
