@@ -304,9 +304,10 @@ def _structural_problem(
     group_eps: float = DEFAULT_GROUP_EPS, variant: str = "",
 ) -> str | None:
     """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
+    fp8: Any = DType.F8E4M3FN  # QuantScheme reads a dtype by name: a DType needs no torch
     try:
         QuantScheme(
-            DType.F8E4M3FN,
+            fp8,
             static=static,
             granularity=granularity_of(granularity),
             group_size=group_size,
