@@ -1,7 +1,7 @@
 """Eager dispatch overhead: `vllm_xdsl.ops.<op>(...)` vs a direct call of the impl it selects.
 
 CPU, hidden 4096, bf16, tokens 1..64. Both are timed side by side (interleaved batches,
-minimum over many), so machine noise hits both alike. Target (DESIGN.md): <= 1.10 for
+minimum over many), so machine noise hits both alike. Target: <= 1.10 for
 rms_norm at 1 token.
 
     python bench/dispatch_overhead.py [--ops rms_norm,silu_and_mul] [--rounds 30]

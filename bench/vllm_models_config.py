@@ -28,9 +28,13 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
-    "gemma": ("GemmaConfig", "GemmaForCausalLM", {}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"sliding_window": 256}),
-    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"sliding_window": 256}),
+    # vLLM's Gemma models have no lm_head of their own (always tied to the embedding):
+    # an untied checkpoint's lm_head.weight fails to load.
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"tie_word_embeddings": True}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",
+               {"sliding_window": 256, "tie_word_embeddings": True}),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               {"sliding_window": 256, "tie_word_embeddings": True}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     "mixtral": (
         "MixtralConfig",
@@ -48,6 +52,27 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
         },
     ),
 }
+
+
+def expected_sites(name: str) -> dict[str, int]:
+    """The norm, residual-add and act-and-mul sites of one forward of vLLM's model `name`
+    (vllm/model_executor/models/<name>.py), counted from the config as the corpus counts
+    its HF models (test/corpus/hf.py):
+    - norm: two per layer (input, post-attention), Qwen3/Gemma3's q and k norms, Gemma2/3's
+      pre- and post-feedforward norms, and the final norm;
+    - residual: two per layer: every norm that vLLM calls with a residual (each layer's
+      input norm but the first, the post-attention norm or Gemma2/3's pre-feedforward norm,
+      and the final norm) adds it first;
+    - act: one SiluAndMul / GeluAndMul per dense MLP (Qwen2Moe's shared expert is one).
+      MoE experts run inside vLLM's CPU kernel (`cpu_fused_moe`): no act site in the graph,
+      so Mixtral has none.
+    """
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    layers = COMMON["num_hidden_layers"]
+    per_layer = 2 + 2 * (name in ("qwen3", "gemma3")) + 2 * (name in ("gemma2", "gemma3"))
+    return {"norm": layers * per_layer + 1, "residual": 2 * layers,
+            "act": 0 if name == "mixtral" else layers}
 
 
 def write_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:

@@ -143,7 +143,7 @@ from vllm_xdsl.backends.torch_export.exporter import export_module
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.ops.tolerance import contract_error
 from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
-from vllm_xdsl.tune.runtime import pick
+from vllm_xdsl.backends.auto.torch_ops import pick
 import vllm_xdsl_tune_demo as demo
 demo.use_virtual_clock()
 IR = '''func.func @f(%x: tensor<?x4096xf32>, %w: tensor<4096xf32>) -> tensor<?x4096xf32> {

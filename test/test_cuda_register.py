@@ -17,12 +17,18 @@ from vllm_xdsl.ops.impl import TensorMeta
 
 VENDORS = ("cuda", "rocm")
 INPLACE = {"fused_add_rms_norm", "fused_add_rms_norm_quant"}
+# Semantic ops the CUDA/HIP kernel family does not implement: dispatch never offers it.
+CUDA_LACKS = {"gelu_and_mul_sparse"}
+CUDA_OPS = {name: op for name, op in ops.ALL_OPS.items() if name not in CUDA_LACKS}
 FP8 = torch.float8_e4m3fn
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_every_op_registered(vendor: str) -> None:
     for name, op in ops.ALL_OPS.items():
+        if name in CUDA_LACKS:
+            assert vendor not in op.impls(), name
+            continue
         impl = op.impls()[vendor]
         assert impl.inplace == (name in INPLACE), name
         assert inspect.signature(impl.fn) == op.signature, name
@@ -103,7 +109,7 @@ def test_torch_ops_fakes_match_native(vendor: str) -> None:
     define(vendor)  # type: ignore[arg-type]
     namespace = getattr(torch.ops, f"vllm_xdsl_{vendor}")
     calls = _example_calls()
-    assert set(calls) == set(ops.ALL_OPS)
+    assert set(calls) == set(CUDA_OPS)
     with FakeTensorMode() as mode:
         for name, args in calls.items():
             fargs = tuple(mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args)

@@ -26,12 +26,12 @@ from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.register import supports_args
 from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme, define
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.dispatch import meta_args
 from vllm_xdsl.ops.grid import VARIANTS, cases
 from vllm_xdsl.ops.impl import TensorMeta
-from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.ops.tolerance import contract_error
 from vllm_xdsl.verify import check_case
 

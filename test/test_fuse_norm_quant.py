@@ -22,9 +22,9 @@ from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
 FILECHECK = Path(__file__).parent / "filecheck" / "fuse-norm-quant.mlir"
 
 
-def fuse(text: str, raise_rounded_adds: bool = False):  # noqa: ANN201
+def fuse(text: str):  # noqa: ANN201
     module = parse(text)
-    FuseNormQuantPass(raise_rounded_adds=raise_rounded_adds).apply(Context(), module)
+    FuseNormQuantPass().apply(Context(), module)
     module.verify()
     return module
 
@@ -62,21 +62,20 @@ def _add_norm(dtype: str, quant: bool) -> str:
 
 def _unrounded(module) -> str:  # noqa: ANN001
     """The fused IR with the f32-sum variant in place of rounded_sum: what raising the
-    rounded add onto vLLM's native contract (the old raise-rounded-adds) produced."""
+    rounded add onto vLLM's native contract would produce."""
     text = str(module).replace(", rounded_sum}", "}").replace("{rounded_sum}", "")
     text = text.replace("rounded_sum, ", "")
     assert "rounded_sum" not in text
     return text
 
 
-@pytest.mark.parametrize("option", [False, True])
 @pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])
-def test_raised_residual_add(dtype: str, option: bool) -> None:
+def test_raised_residual_add(dtype: str) -> None:
     """add-then-norm becomes fused_add_rms_norm, in f16/bf16 its rounded_sum variant: both
-    outputs bit-identical to the graph's, with or without raise_rounded_adds (no effect)."""
+    outputs bit-identical to the graph's."""
     text = _add_norm(dtype, quant=False)
     fn = funcs(parse(text))["f"]
-    fused = fuse(text, raise_rounded_adds=option)
+    fused = fuse(text)
     assert count_ops(fused).get("vllm.fused_add_rms_norm") == 1
     assert ("rounded_sum" in str(fused)) == (dtype != "f32")
     args = random_args(fn, dynamic=0, seed=1)
@@ -258,8 +257,8 @@ def test_vllm_shaped_model(scheme: str, dt: str, form: str) -> None:
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
 def test_rounded_add_model_is_bitwise(dt: str) -> None:
     """The 3-linear fp8 model with f16/bf16 adds: fused with the rounded_sum variant it is
-    bit-identical to the unfused graph; with the f32-sum variant in its place (what
-    raise-rounded-adds once produced) it differs far beyond the whole-model tolerance."""
+    bit-identical to the unfused graph; with the f32-sum variant in its place it differs far
+    beyond the whole-model tolerance."""
     text = model_ir("fp8_static", dt, "add")
     fn = funcs(parse(text))["model"]
     torch.manual_seed(0)

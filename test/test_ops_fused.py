@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from vllm_xdsl import ops
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
 
 E4M3, E4M3UZ, I8 = torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.int8
 N = {name: ops.ALL_OPS[name].native for name in ops.UNFUSED}

@@ -11,12 +11,12 @@ from xdsl.dialects import func
 from xdsl.parser import Parser
 
 from vllm_xdsl import ops
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, parse_variant
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.impl import TensorMeta
 from vllm_xdsl.ops.natives_variant import quantize_variant
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, parse_variant
-from vllm_xdsl.ops.scheme import QuantScheme
 from vllm_xdsl.transforms.dispatch_eval import evaluate
 from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
 

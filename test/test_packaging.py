@@ -3,6 +3,7 @@ and an installed wheel finds its examples through `python -m vllm_xdsl.examples`
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -101,3 +102,34 @@ def test_unknown_example_is_one_line(capsys: pytest.CaptureFixture[str]):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert "unknown example 'no_such_layer'" in err and "llama_decoder_layer" in err
+
+
+_PROVIDERS_SCRIPT = """
+import json
+from vllm_xdsl.ops import registry
+registry.ensure_loaded()
+print(json.dumps({"file": registry.__file__, "checkout": registry.checkout_entry_points(),
+                  "providers": sorted(registry.registered_providers()),
+                  "rule": registry.property_rule("triton") is not None,
+                  "errors": registry.load_errors()}))
+"""
+
+
+def test_installed_wheel_loads_its_providers_from_its_metadata(wheel: Path, tmp_path: Path):
+    """Outside a checkout the entry points come from the wheel's metadata alone."""
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
+         "--target", str(target), str(wheel)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    env.pop("VLLM_XDSL_PRIORITY", None)
+    result = subprocess.run([sys.executable, "-c", _PROVIDERS_SCRIPT], capture_output=True,
+                            text=True, env=env, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr
+    r = json.loads(result.stdout.strip().splitlines()[-1])
+    assert Path(r["file"]).is_relative_to(target) and r["checkout"] is None
+    assert {"cuda", "native", "rocm", "triton"} <= set(r["providers"])
+    assert r["rule"] and r["errors"] == []

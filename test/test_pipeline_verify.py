@@ -16,6 +16,7 @@ from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.frontend import capture, import_graph
 from vllm_xdsl.models import LlamaRMSNorm
 from vllm_xdsl.pipeline import PipelineOptions, StageError, run_pipeline
+from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass
 
 BAD_TARGET = "aten::no_such_op_for_this_test.default"
 
@@ -43,19 +44,22 @@ def _breaking(monkeypatch, culprit: str, trips: str | None = None) -> list[str]:
         p = real(name, options)
         if p is None:
             return p
-        apply = type(p).apply
+        # The method the pipeline calls: lower-dispatch's `lower` returns its report.
+        method = "lower" if isinstance(p, LowerDispatchPass) else "apply"
+        apply = getattr(type(p), method)
 
         def patched(self, ctx, module, _name=name, _apply=apply):
             applied.append(_name)
-            _apply(self, ctx, module)
+            result = _apply(self, ctx, module)
             if _name == culprit:
                 _break_ir(module)
             if _name == trips and any(
                 isinstance(op, CallOp) and op.target.data == BAD_TARGET for op in module.walk()
             ):
                 raise RuntimeError("tripped over the broken IR")
+            return result
 
-        monkeypatch.setattr(type(p), "apply", patched)
+        monkeypatch.setattr(type(p), method, patched)
         return p
 
     monkeypatch.setattr(pipeline, "make_pass", make)

@@ -144,21 +144,14 @@ def test_dead_decomposition_is_removed() -> None:
         assert gone not in body, body
 
 
-@pytest.mark.parametrize("approx", [False, True])
+@pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("dt", [BF16, F16, F32], ids=str)
-def test_rounded_residual_add_is_the_rounded_sum_variant(dt: torch.dtype, approx: bool) -> None:
+def test_rounded_residual_add_is_the_rounded_sum_variant(dt: torch.dtype, exact: bool) -> None:
     """The HF residual add in f16/bf16 becomes fused_add_rms_norm{rounded_sum}, bit-exact,
-    with or without approx (nothing left to approximate); in f32 the default spelling."""
+    at both levels (it is an exact variant); in f32 the default spelling."""
     run = compile_and_run(_make("residual_norm", dt), lambda t: _two(t, dt), "dynamic",
-                          kinds=("norm", "value"), approx=approx)
+                          kinds=("norm", "value"), exact=exact)
     assert dict(run.counts) == {FUSED: 1}, run.after[0]
     fused = next(ln for ln in run.after[0].splitlines() if "vllm.fused_add_rms_norm" in ln)
     assert ("rounded_sum" in fused) == (dt != F32), fused
     assert run.bitwise == [True] * 3 and run.problems == [], run.problems
-
-
-def test_approx_mode_raises_the_f16_quotient() -> None:
-    run = compile_and_run(_make("static_quant_div", F16), lambda t: _one(t, F16), "dynamic",
-                          approx=True)
-    assert dict(run.counts) == {STATIC: 1}, run.after[0]
-    assert run.problems == [], run.problems

@@ -56,5 +56,5 @@ def test_registered_and_options_parse() -> None:
     from xdsl.utils.arg_spec import parse_pipeline
 
     assert get_pass("raise-native") is RaiseNativePass
-    (spec,) = parse_pipeline("raise-native{exact=true approx=false}")
+    (spec,) = parse_pipeline("raise-native{exact=true}")
     assert RaiseNativePass.from_pass_spec(spec) == RaiseNativePass(exact=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 from xdsl.dialects.builtin import DYNAMIC_INDEX, BFloat16Type, TensorType
+from xdsl.utils.test_value import create_ssa_value
 
 from vllm_xdsl import ops
 from vllm_xdsl.ops import RegistrationError, TensorMeta
+from vllm_xdsl.transforms.dispatch_args import meta_of
 
 
 @pytest.fixture
@@ -129,8 +131,10 @@ def test_tensor_meta():
     m = TensorMeta.from_tensor(t)
     assert m == TensorMeta(torch.float16, (5, 16), "cpu") and m.ndim == 2
     assert len({m, TensorMeta.from_tensor(torch.zeros(5, 16, dtype=torch.float16))}) == 1
+    # lower-dispatch's view of an IR value: the same metadata, unknown dims as None.
     ir = TensorType(BFloat16Type(), [DYNAMIC_INDEX, 4096])
-    assert TensorMeta.from_ir_type(ir, "cuda") == TensorMeta(torch.bfloat16, (None, 4096), "cuda")
+    value = create_ssa_value(ir)
+    assert meta_of(value, "cuda") == TensorMeta(torch.bfloat16, (None, 4096), "cuda")
     with pytest.raises(AttributeError):
         m.dtype = torch.float32  # frozen
 

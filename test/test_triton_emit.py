@@ -5,7 +5,7 @@ import torch
 
 from vllm_xdsl.backends.triton.emit import emit_kernels, emit_source
 from vllm_xdsl.backends.triton.spec import ALL_OPS, QUANT_OPS, KernelSpec
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
 
 BF16 = torch.bfloat16
 E4M3 = torch.float8_e4m3fn

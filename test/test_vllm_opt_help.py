@@ -70,8 +70,8 @@ def test_the_options_the_readme_names_are_listed(help_text: str):
         for name in PASS_MODULES
     }
     assert listed == {
-        "raise-native": {"exact", "approx"},
-        "fuse-norm-quant": {"raise-rounded-adds"},
+        "raise-native": {"exact"},
+        "fuse-norm-quant": set(),
         "lower-dispatch": {"target", "priority", "report"},
     }
     assert "      report: bool (default: false)" in help_text.splitlines()

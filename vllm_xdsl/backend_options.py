@@ -7,7 +7,7 @@ the backend is first called, before any import or pass runs.
     target        "cuda" | "rocm" | "cpu" (default: from the graph's tensors)
     strict        bool: an internal failure raises instead of falling back
     pass_options  {pass name: {option: value}}, the options of vllm-opt's pass flags, e.g.
-                  {"raise-native": {"approx": True}, "fuse-norm-quant": {"raise-rounded-adds": True}}
+                  {"raise-native": {"exact": True}, "lower-dispatch": {"report": True}}
 
 A bad option is the user's error, not an internal failure: it raises `OptionsError` (never
 the fall back to the unmodified graph), and what the user sees last is its one line.

@@ -1,7 +1,7 @@
 """What our compilation of a graph depends on, for torch's compile caches.
 
 Plain Inductor's second process loads its compiled graphs from AOTAutograd's cache and
-skips tracing and code generation (issue 17). That cache keys on the Dynamo graph and on
+skips tracing and code generation. That cache keys on the Dynamo graph and on
 Inductor's configuration, not on the forward compiler: two backends compiling one graph
 differently would share entries. Inductor's configuration includes the `uuid()` of its
 custom graph passes, which is how a pass tells the caches what it does; `keyed_config`

@@ -20,16 +20,20 @@ import itertools
 import logging
 import os
 import re
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+
+    from vllm_xdsl.ops import DispatchReport
 
 # The pipeline's options and errors live where importing them costs no xDSL (the backend
 # reads them on every compile, a cache hit included); these are their public names.
@@ -144,10 +148,19 @@ def make_pass(name: str, options: PipelineOptions) -> ModulePass:
     return dataclasses.replace(build_pass(cls, params, python=True), **kwargs)
 
 
-def dispatch_report(p: ModulePass, module: ModuleOp) -> str:
-    """The report lower-dispatch kept (its module's LAST_REPORT), else a summary of the
-    semantic and provider ops in the module."""
-    report = getattr(sys.modules.get(type(p).__module__), "LAST_REPORT", None)
+def apply_pass(p: ModulePass, ctx: Context, module: ModuleOp) -> DispatchReport | None:
+    """Apply `p` to `module`; the dispatch report it returns if it is lower-dispatch."""
+    from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass
+
+    if isinstance(p, LowerDispatchPass):
+        return p.lower(ctx, module)
+    p.apply(ctx, module)
+    return None
+
+
+def dispatch_report(report: DispatchReport | None, module: ModuleOp) -> str:
+    """The text of `report`, else (a pass registered as lower-dispatch that returns none) a
+    summary of the semantic and provider ops in the module."""
     if report is not None:
         return report.format()
     lines = []
@@ -182,12 +195,9 @@ def run_pipeline(
     built = [(name, make_pass(name, options)) for name in options.passes]  # all, then run
     ctx = make_context()
     for name, p in built:
-        owner = sys.modules.get(type(p).__module__)
-        if owner is not None and "LAST_REPORT" in vars(owner):
-            vars(owner)["LAST_REPORT"] = None  # so that a stale report is never shown
         start = time.perf_counter()
         try:
-            p.apply(ctx, module)
+            report = apply_pass(p, ctx, module)
             if options.verify_each:
                 module.verify()
         except Exception as e:
@@ -199,7 +209,7 @@ def run_pipeline(
         if dumper:
             dumper.module(name, module)
         if name == "lower-dispatch":
-            result.report = dispatch_report(p, module)
+            result.report = dispatch_report(report, module)
             if dumper:
                 dumper.text("dispatch-report.txt", result.report)
     if not options.verify_each:

@@ -27,7 +27,7 @@ class PipelineOptions:
     target: str | None = None  # default dispatch target (module attribute vllm.target)
     priority: str | None = None  # VLLM_XDSL_PRIORITY syntax, for lower-dispatch
     # Per pass, its options as xDSL's pipeline parser gives them: {"raise-native":
-    # {"approx": (True,)}} (vllm_xdsl.pass_options checks them against the pass's fields).
+    # {"exact": (True,)}} (vllm_xdsl.pass_options checks them against the pass's fields).
     pass_options: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
     # Verify the module after every pass, so that a failure names the pass that broke it.
     # Off: once, after the last pass (a third of the cost at 32 layers); the torch.compile

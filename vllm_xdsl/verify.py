@@ -30,8 +30,8 @@ import torch
 from vllm_xdsl import ops
 from vllm_xdsl.backends.vllm_c import PROVIDER as VLLM_C
 from vllm_xdsl.ops.dispatch import meta_args
+from vllm_xdsl.ops.dtypes import FP8_DTYPES
 from vllm_xdsl.ops.grid import Case, cases, output_kinds
-from vllm_xdsl.ops.scheme import FP8_DTYPES
 from vllm_xdsl.ops.tolerance import contract_error, fp8_inexact, fp8_rate_error, max_error
 
 FP8_RATE_NOTE = ("fp8: every value within one step in every case; >= 99 % exactly equal over "

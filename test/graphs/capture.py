@@ -1,6 +1,6 @@
 """Print the real aten graphs of the forms in native_forms.py, their IR, and the IR after
 raise-native: `python test/graphs/capture.py [name ...] [--dtype bf16] [--mark-dynamic]
-[--exact | --approx] [--fx]`. The IR printed parses with `vllm-opt` (save it as .mlir)."""
+[--exact] [--fx]`. The IR printed parses with `vllm-opt` (save it as .mlir)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,6 @@ def main() -> None:
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--mark-dynamic", action="store_true", help="mark_dynamic instead of dynamic=True")
     p.add_argument("--exact", action="store_true")
-    p.add_argument("--approx", action="store_true")
     p.add_argument("--fx", action="store_true", help="also print the FX graph")
     args = p.parse_args()
     unknown = [n for n in args.names if n not in MODELS]
@@ -69,7 +68,7 @@ def main() -> None:
             print("// " + str(gm.graph).replace("\n", "\n// "))
         module = import_graph(gm).module
         print(module)
-        RaiseNativePass(exact=args.exact, approx=args.approx).apply(make_context(), module)
+        RaiseNativePass(exact=args.exact).apply(make_context(), module)
         print("// ----- after raise-native")
         print(module)
 

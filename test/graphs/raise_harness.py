@@ -60,12 +60,12 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def raise_backend(
-    run: RaiseRun, exact: bool, kinds: Sequence[str], approx: bool = False
+    run: RaiseRun, exact: bool, kinds: Sequence[str]
 ) -> Callable:
     def fw(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         imported = import_graph(gm)
         run.before.append(str(imported.module))
-        RaiseNativePass(exact=exact, approx=approx).apply(make_context(), imported.module)
+        RaiseNativePass(exact=exact).apply(make_context(), imported.module)
         imported.module.verify()
         text = str(imported.module)
         run.after.append(text)
@@ -96,7 +96,6 @@ def compile_and_run(
     form: str,
     *,
     exact: bool = False,
-    approx: bool = False,
     kinds: Sequence[str] = (),
     tokens: Sequence[int] = (3, 17, 5),
 ) -> RaiseRun:
@@ -104,7 +103,7 @@ def compile_and_run(
     torch._dynamo.reset()
     run = RaiseRun()
     compiled = torch.compile(
-        model, backend=raise_backend(run, exact, kinds, approx),
+        model, backend=raise_backend(run, exact, kinds),
         dynamic=True if form == "dynamic" else None, fullgraph=True,
     )
     with torch.no_grad():

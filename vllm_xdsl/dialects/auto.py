@@ -4,7 +4,8 @@
 the tuned table of this call site: `tokens` (bucket bounds, ascending powers of two) and
 `winners` (the provider measured fastest, and correct, in each bucket). At run time the
 op reads the token count, takes the first bucket that holds it (the last one above it)
-and calls that provider's implementation (vllm_xdsl/tune/runtime.py). lower-dispatch
+and calls that provider's implementation (vllm_xdsl/backends/auto/torch_ops.py, loaded by
+the exporter like any provider's torch ops: the dialect imports no runtime). lower-dispatch
 emits it for a priority `auto` when the winners differ between buckets, and with a single
 bucket (`tokens = [1]`) for a provider that has no dialect of its own (out of tree):
 
@@ -71,6 +72,3 @@ def _auto_op(signature: type[SemanticSignature]) -> type[AutoSelectionOp]:
 _AUTO_OPS = [_auto_op(sig) for sig in SIGNATURES]
 Auto = Dialect("auto", list(_AUTO_OPS))
 OPS_BY_NAME: dict[str, type[AutoSelectionOp]] = {op.SEMANTIC_NAME: op for op in _AUTO_OPS}
-
-# The exporter finds `torch.ops.vllm_xdsl_auto.<op>` once this dialect is in use.
-import vllm_xdsl.tune.runtime  # noqa: E402, F401

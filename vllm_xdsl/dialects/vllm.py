@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     UnitAttr,
 )
@@ -39,21 +40,23 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
+    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
     opt_result_def,
     prop_def,
     result_def,
+    traits_def,
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.types import torch_dtype
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
@@ -64,15 +67,21 @@ _SCALES = "(`,` type($scales)^)?"
 _UP = "(`up` `(` $up^ `:` type($up) `)`)?"
 _ZP = "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)?"
 
-_OPTIONS = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-_PROPS_IN_ATTR_DICT = (ParsePropInAttrDict(),)
-
 
 class SemanticSignature(IRDLOperation):
-    """Base of every op that carries a semantic op's operands (vllm and provider ops)."""
+    """Base of every op that carries a semantic op's operands (vllm and provider ops).
+
+    IRDL reads `assembly_format`, `irdl_options` and `traits` through the class hierarchy,
+    so each signature states its syntax once and every dialect's op of it inherits it.
+    """
 
     # The name of the semantic op (OPS.md), shared by its vllm op and provider ops.
     SEMANTIC_NAME: ClassVar[str]
+
+    # Every signature has an optional operand (weight, up, zero_point, ...): their segment
+    # sizes are a property; properties print in the attribute dictionary.
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    traits = traits_def(Pure())
 
     # The typed interfaces below declare, for the type checker only, the fields that each
     # signature of the family defines with operand_def/result_def/prop_def (IRDL reads a
@@ -222,6 +231,7 @@ class _UnfusedQuantMixin(_QuantMixin):
 
 class RmsNormSignature(_NormMixin):
     SEMANTIC_NAME: ClassVar[str] = "rms_norm"
+    assembly_format = f"$x {_WEIGHT} {_EPS} attr-dict `:` type($x) `->` type($out)"
     x = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
     epsilon_value = opt_operand_def()
@@ -242,6 +252,10 @@ class RmsNormSignature(_NormMixin):
 
 class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm"
+    assembly_format = (
+        f"$x `,` $residual {_WEIGHT} {_EPS} attr-dict `:` type($x) `,` type($residual) "
+        "`->` type($out) `,` type($residual_out)"
+    )
     x = operand_def(TensorType)
     residual = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
@@ -262,6 +276,7 @@ class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
 
 class StaticScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
+    assembly_format = f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` type($scale) `->` type($q)"
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     q = result_def(TensorType)
@@ -291,6 +306,7 @@ class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
 
 class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
+    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scale)"
     x = operand_def(TensorType)
     q = result_def(TensorType)
     scale = result_def(TensorType)
@@ -309,6 +325,9 @@ class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
 
 class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
+    assembly_format = (
+        f"$x {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
+    )
     x = operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
     q = result_def(TensorType)
@@ -333,6 +352,7 @@ class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
 
 class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
+    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
     x = operand_def(TensorType)
     q = result_def(TensorType)
     scales = result_def(TensorType)
@@ -351,6 +371,7 @@ class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
 
 class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
     SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
+    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
     x = operand_def(TensorType)
     group_size = prop_def(IntegerAttr[I64])
     column_major_scales = opt_prop_def(BoolAttr)
@@ -448,6 +469,10 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
 
 class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
     SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
+    assembly_format = (
+        f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
+        f"`->` type($q) {_SCALES}"
+    )
     x = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
@@ -466,6 +491,10 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
 
 class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm_quant"
+    assembly_format = (
+        f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
+        f"`,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}"
+    )
     x = operand_def(TensorType)
     residual = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
@@ -532,6 +561,7 @@ class _ActAndMulMixin(ActAndMulOp):
 
 
 class _ActAndMulSignature(_ActAndMulMixin):
+    assembly_format = f"$x {_UP} attr-dict `:` type($x) `->` type($out)"
     x = operand_def(TensorType)
     up = opt_operand_def(TensorType)
     out = result_def(TensorType)
@@ -542,6 +572,9 @@ class _ActAndMulSignature(_ActAndMulMixin):
 
 
 class _ActAndMulQuantSignature(_FusedQuantMixin, _ActAndMulMixin):
+    assembly_format = (
+        f"$x {_UP} {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) {_SCALES}"
+    )
     x = operand_def(TensorType)
     up = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
@@ -586,46 +619,45 @@ class GeluTanhAndMulQuantSignature(_ActAndMulQuantSignature):
     ACTIVATION: ClassVar[str] = "gelu_tanh"
 
 
+class GeluAndMulSparseSignature(_ActAndMulSignature):
+    """vLLM IR's gelu_and_mul_sparse: the gate sparsified per row before the GELU
+    (`std_multiplier` f64, `approximate` "none" or "tanh", absent = "none")."""
+
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_sparse"
+    ACTIVATION: ClassVar[str] = "gelu"
+    std_multiplier = prop_def(FloatAttr[Float64Type])
+    approximate = opt_prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
+            raise VerifyException(
+                f"approximate must be \"none\" or \"tanh\", got {self.approximate.data!r}"
+            )
+
+
 ACT_SIGNATURES: tuple[type[_ActAndMulSignature], ...] = (
     SiluAndMulSignature, GeluAndMulSignature, GeluTanhAndMulSignature,
 )
 ACT_QUANT_SIGNATURES: tuple[type[_ActAndMulQuantSignature], ...] = (
     SiluAndMulQuantSignature, GeluAndMulQuantSignature, GeluTanhAndMulQuantSignature,
 )
-_ACT_FORMAT = f"$x {_UP} attr-dict `:` type($x) `->` type($out)"
-_ACT_QUANT_FORMAT = (
-    f"$x {_UP} {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) {_SCALES}"
+# The signatures, in the order of docs/OPS.md (unfused, fused); every dialect has one op each.
+SIGNATURES: tuple[type[SemanticSignature], ...] = (
+    RmsNormSignature,
+    FusedAddRmsNormSignature,
+    StaticScaledFp8QuantSignature,
+    StaticScaledInt8QuantSignature,
+    DynamicScaledFp8QuantSignature,
+    DynamicPerTokenScaledFp8QuantSignature,
+    DynamicPerTokenScaledInt8QuantSignature,
+    PerTokenGroupFp8QuantSignature,
+    RmsNormQuantSignature,
+    FusedAddRmsNormQuantSignature,
+    *ACT_SIGNATURES,
+    GeluAndMulSparseSignature,
+    *ACT_QUANT_SIGNATURES,
 )
-
-
-# --- the vllm ops: signature + name + syntax ---------------------------------------------
-
-# Declarative syntax per signature; provider dialects reuse it unchanged.
-ASSEMBLY_FORMATS: dict[type[SemanticSignature], str] = {
-    RmsNormSignature: f"$x {_WEIGHT} {_EPS} attr-dict `:` type($x) `->` type($out)",
-    FusedAddRmsNormSignature: f"$x `,` $residual {_WEIGHT} {_EPS} attr-dict `:` type($x) `,` "
-    "type($residual) `->` type($out) `,` type($residual_out)",
-    StaticScaledFp8QuantSignature: f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` "
-    "type($scale) `->` type($q)",
-    StaticScaledInt8QuantSignature: f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` "
-    "type($scale) `->` type($q)",
-    DynamicScaledFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
-    "type($scale)",
-    DynamicPerTokenScaledFp8QuantSignature: f"$x {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` "
-    "type($q) `,` type($scales)",
-    DynamicPerTokenScaledInt8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) "
-    "`,` type($scales)",
-    PerTokenGroupFp8QuantSignature: f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` "
-    "type($scales)",
-    RmsNormQuantSignature: f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
-    f"`->` type($q) {_SCALES}",
-    FusedAddRmsNormQuantSignature: f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} "
-    f"attr-dict `:` type($x) `,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}",
-    **{sig: _ACT_FORMAT for sig in ACT_SIGNATURES},
-    **{sig: _ACT_QUANT_FORMAT for sig in ACT_QUANT_SIGNATURES},
-}
-
-SIGNATURES: tuple[type[SemanticSignature], ...] = tuple(ASSEMBLY_FORMATS)
 
 
 _Sig = TypeVar("_Sig", bound=SemanticSignature)
@@ -637,19 +669,14 @@ def define_op(
     extra: dict[str, object] | None = None,
     interfaces: tuple[type[SemanticSignature], ...] = (),
 ) -> type[_Sig]:
-    """Declare `<dialect>.<semantic op>` with the signature's operands, results and syntax.
+    """Declare `<dialect>.<semantic op>`: the signature's operands, results, syntax and
+    verifier, for a dialect whose ops are derived from the signatures (providers, auto).
 
     `extra` adds class attributes, e.g. the implementation properties of a provider op;
     `interfaces` adds base classes after the signature (e.g. auto's AutoSelectionOp).
     """
-    from xdsl.irdl import irdl_op_definition
-
-    has_optional_operands = _has_optional_operand(signature)
     body: dict[str, object] = {
         "name": f"{dialect}.{signature.SEMANTIC_NAME}",
-        "assembly_format": ASSEMBLY_FORMATS[signature],
-        "irdl_options": _OPTIONS if has_optional_operands else _PROPS_IN_ATTR_DICT,
-        "traits": _traits(),
         "__module__": f"vllm_xdsl.dialects.{dialect}",
         **(extra or {}),
     }
@@ -657,50 +684,115 @@ def define_op(
     return cast("type[_Sig]", irdl_op_definition(type(class_name, (signature, *interfaces), body)))
 
 
-def _has_optional_operand(signature: type[SemanticSignature]) -> bool:
-    from xdsl.irdl import OptOperandDef
-
-    return any(
-        getattr(v, "cls", None) is OptOperandDef
-        for klass in signature.__mro__
-        for v in vars(klass).values()
-    )
+# --- the vllm ops: a signature and a name (syntax, verifier and traits come with it) -------
 
 
-def _traits():  # noqa: ANN202
-    from xdsl.irdl import traits_def
-
-    return traits_def(Pure())
-
-
-_VLLM_OPS = {sig: define_op("vllm", sig) for sig in SIGNATURES}
+@irdl_op_definition
+class RmsNormOp(RmsNormSignature):
+    name = "vllm.rms_norm"
 
 
-def _vllm_op(signature: type[_Sig]) -> type[_Sig]:
-    """The vllm op of `signature`, typed as its signature (for the type checker)."""
-    return cast("type[_Sig]", _VLLM_OPS[signature])
+@irdl_op_definition
+class FusedAddRmsNormOp(FusedAddRmsNormSignature):
+    name = "vllm.fused_add_rms_norm"
 
 
-RmsNormOp = _vllm_op(RmsNormSignature)
-FusedAddRmsNormOp = _vllm_op(FusedAddRmsNormSignature)
-StaticScaledFp8QuantOp = _vllm_op(StaticScaledFp8QuantSignature)
-DynamicScaledFp8QuantOp = _vllm_op(DynamicScaledFp8QuantSignature)
-DynamicPerTokenScaledFp8QuantOp = _vllm_op(DynamicPerTokenScaledFp8QuantSignature)
-PerTokenGroupFp8QuantOp = _vllm_op(PerTokenGroupFp8QuantSignature)
-StaticScaledInt8QuantOp = _vllm_op(StaticScaledInt8QuantSignature)
-DynamicPerTokenScaledInt8QuantOp = _vllm_op(DynamicPerTokenScaledInt8QuantSignature)
-SiluAndMulOp = _vllm_op(SiluAndMulSignature)
-RmsNormQuantOp = _vllm_op(RmsNormQuantSignature)
-FusedAddRmsNormQuantOp = _vllm_op(FusedAddRmsNormQuantSignature)
-SiluAndMulQuantOp = _vllm_op(SiluAndMulQuantSignature)
-GeluAndMulOp = _vllm_op(GeluAndMulSignature)
-GeluTanhAndMulOp = _vllm_op(GeluTanhAndMulSignature)
-GeluAndMulQuantOp = _vllm_op(GeluAndMulQuantSignature)
-GeluTanhAndMulQuantOp = _vllm_op(GeluTanhAndMulQuantSignature)
+@irdl_op_definition
+class StaticScaledFp8QuantOp(StaticScaledFp8QuantSignature):
+    name = "vllm.static_scaled_fp8_quant"
+
+
+@irdl_op_definition
+class StaticScaledInt8QuantOp(StaticScaledInt8QuantSignature):
+    name = "vllm.static_scaled_int8_quant"
+
+
+@irdl_op_definition
+class DynamicScaledFp8QuantOp(DynamicScaledFp8QuantSignature):
+    name = "vllm.dynamic_scaled_fp8_quant"
+
+
+@irdl_op_definition
+class DynamicPerTokenScaledFp8QuantOp(DynamicPerTokenScaledFp8QuantSignature):
+    name = "vllm.dynamic_per_token_scaled_fp8_quant"
+
+
+@irdl_op_definition
+class DynamicPerTokenScaledInt8QuantOp(DynamicPerTokenScaledInt8QuantSignature):
+    name = "vllm.dynamic_per_token_scaled_int8_quant"
+
+
+@irdl_op_definition
+class PerTokenGroupFp8QuantOp(PerTokenGroupFp8QuantSignature):
+    name = "vllm.per_token_group_fp8_quant"
+
+
+@irdl_op_definition
+class RmsNormQuantOp(RmsNormQuantSignature):
+    name = "vllm.rms_norm_quant"
+
+
+@irdl_op_definition
+class FusedAddRmsNormQuantOp(FusedAddRmsNormQuantSignature):
+    name = "vllm.fused_add_rms_norm_quant"
+
+
+@irdl_op_definition
+class SiluAndMulOp(SiluAndMulSignature):
+    name = "vllm.silu_and_mul"
+
+
+@irdl_op_definition
+class GeluAndMulOp(GeluAndMulSignature):
+    name = "vllm.gelu_and_mul"
+
+
+@irdl_op_definition
+class GeluTanhAndMulOp(GeluTanhAndMulSignature):
+    name = "vllm.gelu_tanh_and_mul"
+
+
+@irdl_op_definition
+class SiluAndMulQuantOp(SiluAndMulQuantSignature):
+    name = "vllm.silu_and_mul_quant"
+
+
+@irdl_op_definition
+class GeluAndMulQuantOp(GeluAndMulQuantSignature):
+    name = "vllm.gelu_and_mul_quant"
+
+
+@irdl_op_definition
+class GeluTanhAndMulQuantOp(GeluTanhAndMulQuantSignature):
+    name = "vllm.gelu_tanh_and_mul_quant"
+
+
+@irdl_op_definition
+class GeluAndMulSparseOp(GeluAndMulSparseSignature):
+    name = "vllm.gelu_and_mul_sparse"
+
+
+VLLM_OPS: tuple[type[SemanticSignature], ...] = (
+    RmsNormOp,
+    FusedAddRmsNormOp,
+    StaticScaledFp8QuantOp,
+    StaticScaledInt8QuantOp,
+    DynamicScaledFp8QuantOp,
+    DynamicPerTokenScaledFp8QuantOp,
+    DynamicPerTokenScaledInt8QuantOp,
+    PerTokenGroupFp8QuantOp,
+    RmsNormQuantOp,
+    FusedAddRmsNormQuantOp,
+    SiluAndMulOp,
+    GeluAndMulOp,
+    GeluTanhAndMulOp,
+    SiluAndMulQuantOp,
+    GeluAndMulQuantOp,
+    GeluTanhAndMulQuantOp,
+    GeluAndMulSparseOp,
+)
 
 # Semantic op name -> vllm op class.
-OPS_BY_NAME: dict[str, type[SemanticSignature]] = {
-    sig.SEMANTIC_NAME: op for sig, op in _VLLM_OPS.items()
-}
+OPS_BY_NAME: dict[str, type[SemanticSignature]] = {op.SEMANTIC_NAME: op for op in VLLM_OPS}
 
-Vllm = Dialect("vllm", list(_VLLM_OPS.values()), [QuantSchemeAttr, QuantVariantAttr])
+Vllm = Dialect("vllm", list(VLLM_OPS), [QuantSchemeAttr, QuantVariantAttr])

@@ -7,7 +7,7 @@ Syntax (the quant dtype is not here: it is the element type of the op's `q` resu
     #vllm.quant<dynamic per_group 128 column_major ue8m0 eps 1.0e-10>
 
 `column_major`, `ue8m0` and `eps` (default 1e-10) are per-group options and optional.
-Variant keywords (docs/OPS.md "Variants", ops/quant_variant.py) follow, each only where it
+Variant keywords (docs/OPS.md "Variants", core/variant.py) follow, each only where it
 differs from the contract:
 
     #vllm.quant<static per_tensor div quotient bf16>
@@ -26,8 +26,8 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant, parse_variant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant, parse_variant
 
 _KEYWORD_OF_GRANULARITY: dict[str, str] = {g: f"per_{g}" for g in GRANULARITIES}
 _GRANULARITY_OF_KEYWORD = {k: g for g, k in _KEYWORD_OF_GRANULARITY.items()}

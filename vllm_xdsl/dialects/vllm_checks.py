@@ -20,8 +20,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.ops.dtypes import to_torch
 
 ACTIVATION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -130,7 +131,7 @@ def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
     """The dequant scales a dynamic scheme returns: [1], [T, 1] or [T, H / group_size], f32
     unless the variant rounds them to another scale dtype."""
     t = tensor_of(value, "scales")
-    want = scheme.variant.scale_dtype
+    want = to_torch(scheme.variant.scale_dtype)
     if _dtype(t.element_type) != want:
         raise VerifyException(f"scales must be {_DTYPE_NAMES[want]}, got {t.element_type}")
     shape = t.get_shape()

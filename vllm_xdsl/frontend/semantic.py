@@ -23,18 +23,19 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     UnitAttr,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import OptOperandDef, OptResultDef
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
 from vllm_xdsl.frontend.types import FrontendError, value_type
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS
 
 NAMESPACE = "vllm_xdsl"
 _F64 = Float64Type()
@@ -110,6 +111,19 @@ def _properties(name: str, args: dict[str, Any], node: torch.fx.Node) -> dict[st
     return props
 
 
+# Properties _properties builds from the torch arguments itself.
+_HANDLED = ("epsilon", "variance_size", "rounded_sum", "group_size", "column_major_scales",
+            "use_ue8m0", "eps", "variant", "scheme")
+
+
+def _scalar_attr(value: Any, node: torch.fx.Node, prop: str) -> Attribute:
+    if isinstance(value, float):
+        return FloatAttr(value, _F64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    raise FrontendError(f"node {node.name}: property {prop} = {value!r} is not a float or str")
+
+
 def import_semantic(
     node: torch.fx.Node, value_of: Callable[[torch.fx.Node], SSAValue]
 ) -> tuple[list[Operation], SSAValue | list[SSAValue]]:
@@ -133,6 +147,10 @@ def import_semantic(
         else:
             raise FrontendError(f"node {node.name}: operand {operand} is {value!r}, not a value")
     props = _properties(name, args, node)
+    for prop in definition.properties:
+        # A plain scalar property named as the native's parameter (gelu_and_mul_sparse).
+        if prop not in props and prop in args and prop not in _HANDLED:
+            props[prop] = _scalar_attr(_literal(args, prop, object, node), node, prop)
     val = node.meta.get("val")
     vals = val if isinstance(val, (tuple, list)) else (val,)
     static = bool(args.get("static", False))

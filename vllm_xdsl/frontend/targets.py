@@ -1,18 +1,15 @@
-"""Names of FX call targets in `torch.call`: `aten::add.Tensor` for op overloads,
-`higher_order::auto_functionalized` for higher-order ops and `python::_operator.mul` for
-the Python functions of size arithmetic (operator.*, math.*, torch.sym_*)."""
+"""Names of FX call targets in `torch.call` (the scheme: dialects/call_targets.py)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import torch
 
+from vllm_xdsl.dialects.call_targets import HIGHER_ORDER, PYTHON, resolve_target
 from vllm_xdsl.frontend.types import FrontendError
 
-PYTHON = "python"
-HIGHER_ORDER = "higher_order"
+__all__ = ["target_name"]
 
 
 def target_name(target: Any) -> str:
@@ -34,27 +31,3 @@ def target_name(target: Any) -> str:
         if found is target:
             return name
     raise FrontendError(f"call target {target!r} cannot be named so that it resolves again")
-
-
-def resolve_target(name: str) -> Any:
-    """The callable a target name denotes (the inverse of `target_name`)."""
-    namespace, _, rest = name.partition("::")
-    if namespace == HIGHER_ORDER:
-        return getattr(torch.ops.higher_order, rest)
-    if namespace == PYTHON:
-        module, _, qualname = rest.rpartition(".")
-        # Methods of classes (e.g. `_operator.index`) are reached attribute by attribute.
-        obj: Any = None
-        parts = rest.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            try:
-                obj = importlib.import_module(".".join(parts[:i]))
-            except ImportError:
-                continue
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
-            return obj
-        raise ImportError(f"no module for {name!r} ({module}.{qualname})")
-    from vllm_xdsl.dialects.torch import resolve_overload
-
-    return resolve_overload(name)

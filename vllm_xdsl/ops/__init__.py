@@ -13,79 +13,47 @@
     ops.set_priority("rms_norm=triton,native")   # or: with ops.priority("..."): ...
     ops.select("rms_norm", {"x": TensorMeta(...), ...}, priority=None, target="cuda")
 
-Modules: natives/fused (contracts), op (SemanticOp), impl (Impl, TensorMeta), registry
+Each op is declared once, in vllm_xdsl/core/catalog.py (torch-free); this package builds
+the SemanticOp of each spec. Modules: natives/fused (contracts), op (SemanticOp), impl (Impl, TensorMeta), registry
 (providers, entry points), policy (priority strings), dispatch (select, DispatchReport),
 eager (cached eager dispatch), tolerance (OPS.md tolerances), grid (OPS.md test grid).
 """
 
-from vllm_xdsl.ops import fused as _fused
-from vllm_xdsl.ops import natives as _n
+from vllm_xdsl.core import catalog
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops import registry
 from vllm_xdsl.ops.dispatch import Decision, DispatchReport, meta_args, select
 from vllm_xdsl.ops.fused import quant_native, scheme_of
 from vllm_xdsl.ops.impl import Impl, RegistrationError, TensorMeta
 from vllm_xdsl.ops.op import SemanticOp
 from vllm_xdsl.ops.policy import DispatchError, parse_priority, priority, set_priority
-from vllm_xdsl.ops.scheme import QuantScheme
 
-rms_norm = SemanticOp("rms_norm", _n.rms_norm, ("out",), inplace_outputs={"out": "x"})
-fused_add_rms_norm = SemanticOp(
-    "fused_add_rms_norm", _n.fused_add_rms_norm, ("out", "residual_out"),
-    inplace_outputs={"out": "x", "residual_out": "residual"},
+# One SemanticOp per catalog spec (vllm_xdsl/core/catalog.py): the declaration lives there.
+rms_norm = SemanticOp.from_spec(catalog.RMS_NORM)
+fused_add_rms_norm = SemanticOp.from_spec(catalog.FUSED_ADD_RMS_NORM)
+static_scaled_fp8_quant = SemanticOp.from_spec(catalog.STATIC_SCALED_FP8_QUANT)
+dynamic_scaled_fp8_quant = SemanticOp.from_spec(catalog.DYNAMIC_SCALED_FP8_QUANT)
+dynamic_per_token_scaled_fp8_quant = SemanticOp.from_spec(catalog.DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT)
+per_token_group_fp8_quant = SemanticOp.from_spec(catalog.PER_TOKEN_GROUP_FP8_QUANT)
+static_scaled_int8_quant = SemanticOp.from_spec(catalog.STATIC_SCALED_INT8_QUANT)
+dynamic_per_token_scaled_int8_quant = SemanticOp.from_spec(
+    catalog.DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT
 )
-static_scaled_fp8_quant = SemanticOp("static_scaled_fp8_quant", _n.static_scaled_fp8_quant, ("q",))
-dynamic_scaled_fp8_quant = SemanticOp(
-    "dynamic_scaled_fp8_quant", _n.dynamic_scaled_fp8_quant, ("q", "scale")
-)
-dynamic_per_token_scaled_fp8_quant = SemanticOp(
-    "dynamic_per_token_scaled_fp8_quant", _n.dynamic_per_token_scaled_fp8_quant, ("q", "scales")
-)
-per_token_group_fp8_quant = SemanticOp(
-    "per_token_group_fp8_quant", _n.per_token_group_fp8_quant, ("q", "scales")
-)
-static_scaled_int8_quant = SemanticOp(
-    "static_scaled_int8_quant", _n.static_scaled_int8_quant, ("q",)
-)
-dynamic_per_token_scaled_int8_quant = SemanticOp(
-    "dynamic_per_token_scaled_int8_quant", _n.dynamic_per_token_scaled_int8_quant, ("q", "scales")
-)
-silu_and_mul = SemanticOp("silu_and_mul", _n.silu_and_mul, ("out",))
-gelu_and_mul = SemanticOp("gelu_and_mul", _n.gelu_and_mul, ("out",))
-gelu_tanh_and_mul = SemanticOp("gelu_tanh_and_mul", _n.gelu_tanh_and_mul, ("out",))
+silu_and_mul = SemanticOp.from_spec(catalog.SILU_AND_MUL)
+gelu_and_mul = SemanticOp.from_spec(catalog.GELU_AND_MUL)
+gelu_tanh_and_mul = SemanticOp.from_spec(catalog.GELU_TANH_AND_MUL)
+gelu_and_mul_sparse = SemanticOp.from_spec(catalog.GELU_AND_MUL_SPARSE)
 
-rms_norm_quant = SemanticOp("rms_norm_quant", _fused.rms_norm_quant, ("q", "scales"), fused=True)
-fused_add_rms_norm_quant = SemanticOp(
-    "fused_add_rms_norm_quant", _fused.fused_add_rms_norm_quant, ("q", "residual_out", "scales"),
-    fused=True, inplace_outputs={"residual_out": "residual"},
-)
-silu_and_mul_quant = SemanticOp(
-    "silu_and_mul_quant", _fused.silu_and_mul_quant, ("q", "scales"), fused=True
-)
-gelu_and_mul_quant = SemanticOp(
-    "gelu_and_mul_quant", _fused.gelu_and_mul_quant, ("q", "scales"), fused=True
-)
-gelu_tanh_and_mul_quant = SemanticOp(
-    "gelu_tanh_and_mul_quant", _fused.gelu_tanh_and_mul_quant, ("q", "scales"), fused=True
-)
+rms_norm_quant = SemanticOp.from_spec(catalog.RMS_NORM_QUANT)
+fused_add_rms_norm_quant = SemanticOp.from_spec(catalog.FUSED_ADD_RMS_NORM_QUANT)
+silu_and_mul_quant = SemanticOp.from_spec(catalog.SILU_AND_MUL_QUANT)
+gelu_and_mul_quant = SemanticOp.from_spec(catalog.GELU_AND_MUL_QUANT)
+gelu_tanh_and_mul_quant = SemanticOp.from_spec(catalog.GELU_TANH_AND_MUL_QUANT)
 
-UNFUSED: tuple[str, ...] = (
-    "rms_norm",
-    "fused_add_rms_norm",
-    "static_scaled_fp8_quant",
-    "dynamic_scaled_fp8_quant",
-    "dynamic_per_token_scaled_fp8_quant",
-    "per_token_group_fp8_quant",
-    "static_scaled_int8_quant",
-    "dynamic_per_token_scaled_int8_quant",
-    "silu_and_mul",
-    "gelu_and_mul",
-    "gelu_tanh_and_mul",
-)
-FUSED: tuple[str, ...] = (
-    "rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant", "gelu_and_mul_quant",
-    "gelu_tanh_and_mul_quant",
-)
-ALL_OPS: dict[str, SemanticOp] = {name: globals()[name] for name in UNFUSED + FUSED}
+UNFUSED: tuple[str, ...] = tuple(spec.name for spec in catalog.UNFUSED_SPECS)
+FUSED: tuple[str, ...] = tuple(spec.name for spec in catalog.FUSED_SPECS)
+ALL_OPS: dict[str, SemanticOp] = {name: globals()[name] for name in catalog.SPECS}
+assert all(op.spec is catalog.SPECS[name] for name, op in ALL_OPS.items())
 
 __all__ = [
     "ALL_OPS",

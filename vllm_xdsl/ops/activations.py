@@ -20,18 +20,22 @@ custom op schemas from them.
 import torch
 from torch import Tensor
 
-# Semantic op name -> the activation it applies (vLLM's op names).
+from vllm_xdsl.core import catalog
+
+# Semantic op name -> the activation it applies (vLLM's op names), from the catalog.
 ACTIVATIONS: dict[str, str] = {
-    "silu_and_mul": "silu",
-    "gelu_and_mul": "gelu",
-    "gelu_tanh_and_mul": "gelu_tanh",
+    s.name: s.activation for s in catalog.act_and_mul_specs() if s.activation is not None
 }
-FUSED_ACT_OPS: tuple[str, ...] = tuple(f"{name}_quant" for name in ACTIVATIONS)
+# The fused quant twin of each (the catalog names its producer).
+FUSED_ACT_OPS: tuple[str, ...] = tuple(
+    s.name for s in catalog.FUSED_SPECS if s.producer in ACTIVATIONS
+)
 
 
 def activation_of(op: str) -> str | None:
     """The activation of an act-and-mul op (plain or fused quant), else None."""
-    return ACTIVATIONS.get(op.removesuffix("_quant"))
+    spec = catalog.SPECS.get(op)
+    return spec.activation if spec is not None and spec.family == "act_and_mul" else None
 
 
 def apply_activation(activation: str, a: Tensor) -> Tensor:
@@ -81,8 +85,20 @@ def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
     return act_and_mul("gelu_tanh", "gelu_tanh_and_mul", x, up)
 
 
-ACT_AND_MUL = {
-    "silu_and_mul": silu_and_mul,
-    "gelu_and_mul": gelu_and_mul,
-    "gelu_tanh_and_mul": gelu_tanh_and_mul,
-}
+ACT_AND_MUL = {name: globals()[name] for name in ACTIVATIONS}
+
+
+def gelu_and_mul_sparse(
+    x: Tensor, std_multiplier: float, approximate: str = "none", up: Tensor | None = None
+) -> Tensor:
+    """vLLM IR's gelu_and_mul_sparse (Gemma-3n), op for op in x's dtype: per row of the
+    gate, `cutoff = mean + std * std_multiplier` (population std), the gate becomes
+    `relu(gate - cutoff)`, then `gelu(gate, approximate) * up`."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu_and_mul_sparse: approximate must be 'none' or 'tanh', "
+                         f"not {approximate!r}")
+    gate, u = gate_and_up("gelu_and_mul_sparse", x, up)
+    mean = torch.mean(gate, dim=-1, keepdim=True)
+    std = torch.std(gate, dim=-1, keepdim=True, unbiased=False)
+    sparse_gate = torch.nn.functional.relu(gate - (mean + std * std_multiplier))
+    return torch.nn.functional.gelu(sparse_gate, approximate=approximate) * u

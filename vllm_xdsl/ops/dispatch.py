@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from vllm_xdsl.ops import registry
-from vllm_xdsl.ops.impl import Impl, TensorMeta
+from vllm_xdsl.ops.impl import DeclaredOp, Impl, TensorMeta
 from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError, Priority, resolve
-
-if TYPE_CHECKING:
-    from vllm_xdsl.ops.op import SemanticOp
 
 
 @dataclass(frozen=True)
@@ -34,19 +31,57 @@ class Decision:
     uses_args: bool = True
 
 
-# Decides a priority list holding `auto`: (op, argument metadata, choices, their source,
-# target) -> Decision. Installed by the tuner (vllm_xdsl.tune, a plugin of the registry).
-AutoPolicy = Callable[["SemanticOp", dict[str, Any], tuple[Choice, ...], str, str], Decision]
-_auto_policy: AutoPolicy | None = None
+@dataclass(frozen=True)
+class AutoTable:
+    """What tuning decided for one op call over token buckets: all a lowering reads.
+
+    At run time a count of T tokens takes the winner of the first bucket bound >= T (the
+    last winner above the last bound)."""
+
+    op: str
+    tokens: tuple[int, ...]  # bucket bounds, ascending
+    winners: tuple[str, ...]  # the provider of each bucket
+    impls: Mapping[str, Impl]  # the impl of each winner
+    rejected: tuple[tuple[str, str], ...] = ()  # providers never chosen, and why
+    notes: tuple[str, ...] = ()  # report lines: per bucket the times and the winner
 
 
-def set_auto_policy(policy: AutoPolicy) -> None:
-    """Install the policy for `auto` in priority lists (vllm_xdsl.tune does on import)."""
-    global _auto_policy
-    _auto_policy = policy
+# `auto` in a priority list is decided by the tuner, which attaches through the registry's
+# entry points (vllm_xdsl.tune): dispatch never imports it. Both hooks take (op, argument
+# metadata, the priority choices, their source, target).
+# - the policy: one Decision for a call with a known token count (eager dispatch);
+# - the table: winners over token buckets (lower-dispatch, where the count may be unknown).
+AutoPolicy = Callable[[DeclaredOp, dict[str, Any], tuple[Choice, ...], str, str], Decision]
+AutoTuner = Callable[[DeclaredOp, dict[str, Any], tuple[Choice, ...], str, str], AutoTable]
+_auto_hooks: tuple[AutoPolicy, AutoTuner] | None = None
 
 
-def _op(op: SemanticOp | str) -> SemanticOp:
+def set_auto_policy(policy: AutoPolicy, tuner: AutoTuner) -> None:
+    """Install what decides `auto` in priority lists (the tuner's entry point does)."""
+    global _auto_hooks
+    _auto_hooks = (policy, tuner)
+
+
+def _tuner(op: DeclaredOp, source: str) -> tuple[AutoPolicy, AutoTuner]:
+    registry.ensure_loaded()  # loads the tuner, which installs the hooks
+    if _auto_hooks is None:
+        why = "; ".join(registry.load_errors()) or "it installed no auto policy"
+        raise DispatchError(f"{op.name}: priority 'auto' ({source}) needs the tuner "
+                            f"(vllm_xdsl.tune): {why}")
+    return _auto_hooks
+
+
+def auto_table(
+    op: DeclaredOp | str, args_meta: Mapping[str, Any], priority: str | Priority | None,
+    target: str,
+) -> AutoTable:
+    """The tuned table of `op` for these arguments, whose priority list holds `auto`."""
+    op = _op(op)
+    choices, source = resolve(op.name, priority, target)
+    return _tuner(op, source)[1](op, meta_args(op, args_meta), choices, source, target)
+
+
+def _op(op: DeclaredOp | str) -> DeclaredOp:
     if not isinstance(op, str):
         return op
     try:
@@ -56,7 +91,8 @@ def _op(op: SemanticOp | str) -> SemanticOp:
 
 
 def meta_args(
-    op: SemanticOp | str, args: Sequence[Any] | Mapping[str, Any], kwargs: Mapping[str, Any] | None = None
+    op: DeclaredOp | str, args: Sequence[Any] | Mapping[str, Any],
+    kwargs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Bind arguments to the op's parameters (defaults applied), tensors as TensorMeta."""
     op = _op(op)
@@ -74,7 +110,7 @@ def meta_args(
 
 
 def select(
-    op: SemanticOp | str,
+    op: DeclaredOp | str,
     args_meta: Sequence[Any] | Mapping[str, Any],
     priority: str | Priority | None = None,
     target: str = "cuda",
@@ -89,12 +125,7 @@ def select(
     meta = meta_args(op, args_meta)
     choices, source = resolve(op.name, priority, target)
     if any(c.provider == AUTO for c in choices):
-        registry.ensure_loaded()  # loads the tuner, which installs the policy
-        if _auto_policy is None:
-            why = "; ".join(registry.load_errors()) or "it installed no auto policy"
-            raise DispatchError(f"{op.name}: priority 'auto' ({source}) needs the tuner "
-                                f"(vllm_xdsl.tune): {why}")
-        return _auto_policy(op, meta, choices, source, target)
+        return _tuner(op, source)[0](op, meta, choices, source, target)
     if any(c.provider != "native" for c in choices):
         registry.ensure_loaded()
     rejected: list[tuple[str, str]] = []

@@ -2,7 +2,7 @@
 metadata of real tensors, with the decision cached per (policy, argument metadata).
 
 The cache key must be cheap: a Python-level dispatch may add < 1 us to a ~20 us op
-(DESIGN.md, measured facts). So the key holds dtype and shape of each tensor and the
+(bench/dispatch_overhead.py measures it). So the key holds dtype and shape of each tensor and the
 device of the first, plus `policy.STATE.token`, which changes whenever a priority source
 changes; the environment variable is checked by identity of its raw bytes value.
 
@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from vllm_xdsl.ops import policy
 from vllm_xdsl.ops.dispatch import Decision, meta_args, select
-
-if TYPE_CHECKING:
-    from vllm_xdsl.ops.op import SemanticOp
+from vllm_xdsl.ops.impl import DeclaredOp
 
 _Tensor = torch.Tensor
 _STATE = policy.STATE
@@ -61,13 +59,13 @@ def _first_device(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device
     return None
 
 
-def explain(op: SemanticOp, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Decision:
+def explain(op: DeclaredOp, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Decision:
     """The decision eager dispatch makes for these arguments (nothing is run)."""
     _sync_env()
     return select(op, meta_args(op, args, kwargs), None, target_of(_first_device(args, kwargs)))
 
 
-def _cloning(op: SemanticOp, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _cloning(op: DeclaredOp, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap an in-place impl so that it overwrites clones, never the caller's tensors."""
     names = set(op.inplace_outputs.values())
     where = [(i, n) for i, n in enumerate(op.signature.parameters) if n in names]
@@ -106,8 +104,27 @@ class DeviceCache:
         self.by_device = {}
 
 
+class EagerOp(DeclaredOp, Protocol):
+    """What eager dispatch needs of an op (SemanticOp): its torch op and decision caches."""
+
+    @property
+    def torch_op(self) -> Callable[..., Any]: ...
+
+    @property
+    def _cache(self) -> dict[Any, Callable[..., Any]]: ...
+
+    @property
+    def _inplace_cache(self) -> dict[Any, Callable[..., Any]]: ...
+
+    @property
+    def _device_cache(self) -> DeviceCache: ...
+
+    @property
+    def _inplace_device_cache(self) -> DeviceCache: ...
+
+
 def decide(
-    op: SemanticOp,
+    op: EagerOp,
     donated: bool,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -186,7 +203,7 @@ def _key_item(name: str, annotation: Any, first_tensor: bool) -> str:
     return name  # int, bool, str, dtype: the value itself
 
 
-def make_call(op: SemanticOp, donated: bool) -> Callable[..., Any]:
+def make_call(op: EagerOp, donated: bool) -> Callable[..., Any]:
     """Generate `__call__` (or `maybe_inplace`) for `op`, with the native's signature."""
     import inspect
 

@@ -10,11 +10,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme, granularity_of
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL
 from vllm_xdsl.ops.natives_variant import quantize_variant
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import QuantScheme, granularity_of
 
 
 def quant_native(
@@ -112,7 +112,7 @@ def rms_norm_quant(
     group_size: int = 0,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
+    group_eps: float = DEFAULT_GROUP_EPS,
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
@@ -136,7 +136,7 @@ def fused_add_rms_norm_quant(
     group_size: int = 0,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
+    group_eps: float = DEFAULT_GROUP_EPS,
     zero_point: Tensor | None = None,
     variant: str = "",
     rounded_sum: bool = False,
@@ -164,7 +164,7 @@ def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
         group_size: int = 0,
         column_major_scales: bool = False,
         use_ue8m0: bool = False,
-        group_eps: float = 1e-10,
+        group_eps: float = DEFAULT_GROUP_EPS,
         zero_point: Tensor | None = None,
         variant: str = "",
         up: Tensor | None = None,

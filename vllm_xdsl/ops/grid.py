@@ -20,8 +20,12 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.tolerance import Kind
+
+# Normal(0, 1).icdf(0.95): vLLM's std_multiplier for Gemma-3n's activation_sparsity 0.95.
+SPARSE_STD_MULTIPLIER = 1.6448536269514722
 
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -183,7 +187,7 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                 yield Case(op, dtype, (x(), ub, fp8), f8 + " scale_ub")
             elif op == "per_token_group_fp8_quant":
                 for gs, cm, ue in itertools.product(_group_sizes(h), (False, True), (False, True)):
-                    yield Case(op, dtype, (x(), gs, cm, ue, 1e-10, fp8),
+                    yield Case(op, dtype, (x(), gs, cm, ue, DEFAULT_GROUP_EPS, fp8),
                                f"{f8} gs={gs} column_major={cm} ue8m0={ue}")
         # Two groups or more, so that a per-group zero point is not one per row.
         vgs = _group_sizes(h)[0] if h > _group_sizes(h)[0] else max(h // 2, 1)
@@ -197,7 +201,7 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
             elif op == "dynamic_per_token_scaled_fp8_quant":
                 yield Case(op, dtype, (x(), None, E4M3, zp, variant), lab)
             elif op == "per_token_group_fp8_quant":
-                yield Case(op, dtype, (x(), vgs, False, True, 1e-10, E4M3, zp, variant), lab)
+                yield Case(op, dtype, (x(), vgs, False, True, DEFAULT_GROUP_EPS, E4M3, zp, variant), lab)
             elif op == "static_scaled_int8_quant":
                 yield Case(op, dtype, (x(), scale, zp, variant), lab)
             else:
@@ -214,6 +218,11 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
         elif op in ACTIVATIONS:  # x = [gate | up], and gate with a separate up
             yield Case(op, dtype, (x(shape=(t, 2 * h)),), f"{dt} T={t} d={h}")
             yield Case(op, dtype, (x(), x()), f"{dt} T={t} d={h} up")
+        elif op == "gelu_and_mul_sparse":  # vLLM's Gemma-3n sparsity (0.95), both GELUs
+            for approximate in ("none", "tanh"):
+                lab = f"{dt} T={t} d={h} approximate={approximate}"
+                yield Case(op, dtype, (x(shape=(t, 2 * h)), SPARSE_STD_MULTIPLIER, approximate), lab)
+                yield Case(op, dtype, (x(), SPARSE_STD_MULTIPLIER, approximate, x()), lab + " up")
         elif op in FUSED_ACT_OPS:
             for (qd, static, gran, kw, with_ub), with_up in itertools.product(
                 FUSED_SCHEMES, (False, True)
@@ -223,7 +232,7 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                          kw.get("column_major_scales", False), kw.get("use_ue8m0", False))
                     lab = f"{dt} T={t} d={h} {_scheme_label(qd, static, gran, kw, with_ub)}"
                     if with_up:
-                        yield Case(op, dtype, (x(), *q, 1e-10, None, "", x()), lab + " up")
+                        yield Case(op, dtype, (x(), *q, DEFAULT_GROUP_EPS, None, "", x()), lab + " up")
                     else:
                         yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
 
@@ -236,7 +245,7 @@ def _fused_variant_cases(op: str, dtype: torch.dtype, base: str, x: Any, t: int,
     for variant in VARIANTS_FUSED:
         for qd, static in ((E4M3, True), (torch.int8, True), (E4M3, False)):
             q = (scale if static else None, None, qd, static, "tensor" if static else "token",
-                 0, False, False, 1e-10, None, variant)
+                 0, False, False, DEFAULT_GROUP_EPS, None, variant)
             lab = f"{base} {_scheme_label(qd, static, '', {}, False)} variant={variant!r}"
             if op == "rms_norm_quant":
                 yield Case(op, dtype, (x(), w, 1e-6, *q), lab)
@@ -250,6 +259,7 @@ def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
         norm: tuple[Kind, ...] = ("norm", "value")
         return norm[:n]
     kinds: list[Kind] = ["value"] * n
-    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS):
+    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS,
+                  "gelu_and_mul_sparse"):
         kinds[-1] = "scales"
     return tuple(kinds)

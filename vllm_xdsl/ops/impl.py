@@ -1,16 +1,19 @@
-"""Registered implementations and the tensor-metadata view their argument checks see."""
+"""Registered implementations, the tensor-metadata view their argument checks see, and
+`DeclaredOp`: what the registry and dispatch know of a declared op.
+
+`DeclaredOp` is a protocol so that the registry, the policy and dispatch depend on this
+module only, never on `op.py` (SemanticOp), which imports them: the modules of `ops` form
+a DAG (test/test_import_cycles.py).
+"""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
-
-if TYPE_CHECKING:
-    from xdsl.dialects.builtin import TensorType
 
 
 class RegistrationError(ValueError):
@@ -29,12 +32,6 @@ class TensorMeta:
     @staticmethod
     def from_tensor(t: torch.Tensor) -> TensorMeta:
         return TensorMeta(t.dtype, tuple(t.shape), t.device.type)
-
-    @staticmethod
-    def from_ir_type(tensor_type: TensorType, device: str) -> TensorMeta:
-        from vllm_xdsl.dialects.types import static_shape, torch_dtype
-
-        return TensorMeta(torch_dtype(tensor_type.element_type), static_shape(tensor_type), device)
 
     @property
     def ndim(self) -> int:
@@ -142,3 +139,26 @@ class Impl:
         except Exception as e:
             return f"supports_args raised {type(e).__name__}: {e}"
         return _reason(result, "rejected the arguments")
+
+
+class DeclaredOp(Protocol):
+    """A declared semantic op as the registry, the policy and dispatch see it (SemanticOp)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def signature(self) -> inspect.Signature: ...
+
+    @property
+    def inplace_outputs(self) -> dict[str, str]: ...
+
+    @property
+    def native_impl(self) -> Impl: ...
+
+    @property
+    def _impls(self) -> dict[str, Impl]: ...
+
+    def impls(self) -> dict[str, Impl]: ...
+
+    def clear_cache(self) -> None: ...

@@ -12,14 +12,15 @@ custom op schema from them.
 import torch
 from torch import Tensor
 
+from vllm_xdsl.core.dtypes import INT8_MAX, fp8_max
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops.activations import (  # noqa: F401  (natives of the act-and-mul family)
     gelu_and_mul,
     gelu_tanh_and_mul,
     silu_and_mul,
 )
 from vllm_xdsl.ops.natives_variant import quantize_variant
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import DEFAULT_GROUP_EPS, INT8_MAX, Granularity, QuantScheme, fp8_max
 
 _F32 = torch.float32
 _FP32_OPMATH = (torch.bfloat16, torch.float16)  # elementwise ops computed in fp32, rounded once
@@ -140,7 +141,7 @@ def per_token_group_fp8_quant(
     group_size: int,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    eps: float = 1e-10,
+    eps: float = DEFAULT_GROUP_EPS,
     fp8_dtype: torch.dtype = torch.float8_e4m3fn,
     zero_point: Tensor | None = None,
     variant: str = "",

@@ -16,7 +16,8 @@ import struct
 import torch
 from torch import Tensor
 
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.ops.dtypes import to_torch
 
 _F32 = torch.float32
 
@@ -49,14 +50,14 @@ def dynamic_scale(xs: Tensor, scheme: QuantScheme, scale_ub: Tensor | None) -> T
         a = torch.minimum(a, scale_ub.to(_F32))
     if scheme.granularity == "group" and not v.floor:
         a = torch.clamp(a, min=scheme.group_eps)  # the contract floors the group absmax
-    s = _rounded(a / (v.scale_range or scheme.qmax), v.scale_dtype)
+    s = _rounded(a / (v.scale_range or scheme.qmax), to_torch(v.scale_dtype))
     if scheme.use_ue8m0:
         s = torch.exp2(torch.ceil(torch.log2(s)))
     if v.floor == "min_scale" or (not v.floor and scheme.is_fp8 and scheme.granularity != "group"):
         s = torch.clamp(s, min=1.0 / (scheme.qmax * 512.0))
     elif v.floor == "zero_eps":
-        s = s.masked_fill(s == 0, _held_as(v.floor_eps, v.scale_dtype))
-    return _rounded(s, v.scale_dtype)  # the floored scale is a scale-dtype value too
+        s = s.masked_fill(s == 0, _held_as(v.floor_eps, to_torch(v.scale_dtype)))
+    return _rounded(s, to_torch(v.scale_dtype))  # the floored scale is a scale-dtype value too
 
 
 def quantize_variant(
@@ -86,12 +87,12 @@ def quantize_variant(
     y = xs / s if scheme.scaling == "div" else xs * torch.reciprocal(s)
     if scheme.dtype == torch.int8 and not scheme.static and not v.floor:
         y = torch.where(s == 0, torch.zeros_like(y), y)  # a zero row quantizes to 0
-    y = _rounded(y, v.quotient_dtype)
+    y = _rounded(y, to_torch(v.quotient_dtype))
     if zero_point is not None:
-        zp = zero_point.to(v.quotient_dtype).to(_F32)
+        zp = zero_point.to(to_torch(v.quotient_dtype)).to(_F32)
         if scheme.granularity == "group" and zp.dim() == x.dim():
             zp = zp.unsqueeze(-1)  # one per group ([..., G]) onto the grouped [..., G, gs]
-        y = _rounded(y + zp, v.quotient_dtype)
+        y = _rounded(y + zp, to_torch(v.quotient_dtype))
     if scheme.dtype == torch.int8:
         q = torch.round(y).clamp(-128.0, 127.0).to(torch.int8)
     else:
@@ -99,7 +100,7 @@ def quantize_variant(
     q = q.reshape(x.shape)
     if scheme.static:
         return q, None
-    return q, _scales(s.to(v.scale_dtype), scheme, x)
+    return q, _scales(s.to(to_torch(v.scale_dtype)), scheme, x)
 
 
 def _scales(s: Tensor, scheme: QuantScheme, x: Tensor) -> Tensor:

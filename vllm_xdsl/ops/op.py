@@ -7,6 +7,7 @@ per argument metadata (a custom op call costs ~12 us, a cached Python dispatch <
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 from torch.compiler import is_compiling
 
+from vllm_xdsl.core.catalog import OpSpec
 from vllm_xdsl.ops import eager, registry
 from vllm_xdsl.ops.impl import Impl, RegistrationError, check_impl_signature
 
@@ -35,6 +37,7 @@ class SemanticOp:
         self.signature = inspect.signature(native)
         self.outputs = outputs
         self.fused = fused
+        self.spec: OpSpec | None = None  # the catalog declaration (from_spec), if any
         # Which output an in-place kernel may write into which input (same shape and dtype).
         self.inplace_outputs: dict[str, str] = dict(inplace_outputs or {})
         for out, inp in self.inplace_outputs.items():
@@ -59,6 +62,14 @@ class SemanticOp:
              "maybe_inplace": eager.make_call(self, True)},
         )
         registry.declare(self)
+
+    @classmethod
+    def from_spec(cls, spec: OpSpec) -> SemanticOp:
+        """The op a catalog spec declares (its native resolved from the reference)."""
+        op = cls(spec.name, resolve_native(spec), spec.result_names, fused=spec.fused,
+                 inplace_outputs=dict(spec.inplace))
+        op.spec = spec
+        return op
 
     def __repr__(self) -> str:
         return f"<SemanticOp vllm_xdsl::{self.name}{self.signature}>"
@@ -138,3 +149,12 @@ class SemanticOp:
     def explain(self, *args: Any, **kwargs: Any) -> Any:
         """The eager dispatch Decision for these arguments (runs nothing)."""
         return eager.explain(self, args, kwargs)
+
+
+def resolve_native(spec: OpSpec) -> Callable[..., Any]:
+    """The native function a spec's "module:function" reference names."""
+    module, _, function = spec.native.partition(":")
+    native = getattr(importlib.import_module(module), function)
+    if not callable(native):
+        raise TypeError(f"{spec.name}: native {spec.native} is not a function")
+    return native

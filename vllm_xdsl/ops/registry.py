@@ -1,12 +1,18 @@
-"""Where implementations come from: built-in backends and out-of-tree providers.
+"""Where implementations come from: providers that register through entry points.
+
+Everything that registers with this registry (the built-in backends triton, cuda and rocm,
+the tuner's `auto` policy, out-of-tree providers) is an entry point of the group
+`vllm_xdsl.providers`: a zero-argument callable (called) or a module (imported). This
+module names none of them: the ops layer never imports a layer above it, and a built-in
+provider attaches exactly as an out-of-tree one does (pyproject.toml lists ours).
 
 Providers are loaded lazily, on the first registry query that needs them (not at import,
-so `import vllm_xdsl.ops` stays cheap and a CPU-only eager call never imports Triton):
+so `import vllm_xdsl.ops` stays cheap and a CPU-only eager call never imports Triton).
 
-- built-in backends: the module `vllm_xdsl.backends.<p>.provider` of each built-in
-  provider `p`, if it exists, registers its impls on import;
-- out-of-tree: every entry point of the group `vllm_xdsl.providers`; the entry point is a
-  zero-argument callable (called) or a module (imported) that registers impls.
+This package's own entry points are read from the source checkout it runs from, when it
+runs from one (an editable install or PYTHONPATH): installed metadata is written at
+install time and does not follow later edits of pyproject.toml. Every other
+distribution's come from its installed metadata.
 
 Loading is re-entrant: a provider that imports `vllm_xdsl.ops` or queries the registry
 while it loads sees the registry as it is so far, without deadlock or recursion. A provider
@@ -15,34 +21,77 @@ that fails to load is skipped with one warning and recorded in `load_errors()`.
 
 from __future__ import annotations
 
-import importlib
 import threading
 import types
 import warnings
-from importlib.metadata import entry_points
+from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from vllm_xdsl.ops.impl import Impl
-    from vllm_xdsl.ops.op import SemanticOp
+    from vllm_xdsl.ops.impl import DeclaredOp, Impl
 
 ENTRY_POINT_GROUP = "vllm_xdsl.providers"
+DISTRIBUTION = "vllm-xdsl"
+# The providers the platform defaults name (policy.PLATFORM_DEFAULTS): known even where
+# their entry point failed to load, so a priority naming them is not a syntax error.
 BUILTIN_PROVIDERS: tuple[str, ...] = ("cuda", "rocm", "triton")
-_BUILTIN_MODULE = "vllm_xdsl.backends.{}.provider"
-# Built-in plugins of the policy, loaded with the providers: the tuner installs the `auto`
-# priority (dispatch.set_auto_policy), so that dispatch never imports it.
-BUILTIN_PLUGINS: tuple[str, ...] = ("vllm_xdsl.tune",)
 
 # Every declared op by name, in declaration order (SemanticOp declares itself here).
-_ops: dict[str, SemanticOp] = {}
+_ops: dict[str, DeclaredOp] = {}
 _lock = threading.RLock()
 _loaded = False
 _loading = False
 _load_errors: list[str] = []
 
+# How a provider's kernel is configured, decided from argument metadata alone:
+# rule(op=<name>, dtype=<x's dtype>, width=<row width>, scheme=<QuantScheme or None>) ->
+# {property: int} (e.g. triton's block_size and num_warps). lower-dispatch records them on
+# the provider op; the provider registers its rule with its impls.
+PropertyRule = Callable[..., dict[str, int]]
+_property_rules: dict[str, PropertyRule] = {}
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def checkout_entry_points(root: Path | None = None) -> list[EntryPoint] | None:
+    """This package's entry points from the pyproject.toml of the checkout it runs from
+    (`root`: that checkout's directory), or None when it does not run from one."""
+    root = Path(__file__).resolve().parents[2] if root is None else root
+    pyproject = root / "pyproject.toml"
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: installed metadata only
+        return None
+    try:
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    if _normalized(str(project.get("name", ""))) != DISTRIBUTION:
+        return None
+    table = project.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+    return [EntryPoint(name, value, ENTRY_POINT_GROUP) for name, value in table.items()]
+
+
+def provider_entry_points() -> list[EntryPoint]:
+    """The entry points to load: this package's first, then other distributions'."""
+    own = checkout_entry_points()
+    ours: list[EntryPoint] = list(own or [])
+    others: list[EntryPoint] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        is_ours = dist is not None and _normalized(dist.name) == DISTRIBUTION
+        if is_ours and own is not None:
+            continue  # the checkout's own table is the current one
+        (ours if is_ours else others).append(ep)
+    return ours + others
+
 
 def ensure_loaded() -> None:
-    """Load built-in and out-of-tree providers once (re-entrant; thread-safe)."""
+    """Load every provider entry point once (re-entrant; thread-safe)."""
     global _loaded, _loading
     if _loaded:
         return
@@ -51,11 +100,7 @@ def ensure_loaded() -> None:
             return
         _loading = True
         try:
-            for name in BUILTIN_PROVIDERS:
-                _load_builtin(name)
-            for module in BUILTIN_PLUGINS:
-                _load_module(f"plugin {module!r}", module)
-            for ep in entry_points(group=ENTRY_POINT_GROUP):
+            for ep in provider_entry_points():
                 _load_entry_point(ep)
         finally:
             _loaded = True
@@ -69,25 +114,7 @@ def _fail(what: str, e: BaseException) -> None:
     warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
-def _load_builtin(name: str) -> None:
-    module = _BUILTIN_MODULE.format(name)
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name not in (module, module.rsplit(".", 1)[0]):
-            _fail(f"{name!r} ({module})", e)  # the module exists but misses a dependency
-    except Exception as e:
-        _fail(f"{name!r} ({module})", e)
-
-
-def _load_module(what: str, module: str) -> None:
-    try:
-        importlib.import_module(module)
-    except Exception as e:
-        _fail(what, e)
-
-
-def _load_entry_point(ep) -> None:
+def _load_entry_point(ep: EntryPoint) -> None:
     try:
         obj = ep.load()
         if not isinstance(obj, types.ModuleType):
@@ -104,14 +131,14 @@ def load_errors() -> list[str]:
     return list(_load_errors)
 
 
-def declare(op: SemanticOp) -> None:
+def declare(op: DeclaredOp) -> None:
     """Enter a newly declared op in the table (ValueError if its name is taken)."""
     if op.name in _ops:
         raise ValueError(f"op {op.name!r} is declared twice")
     _ops[op.name] = op
 
 
-def all_ops() -> dict[str, SemanticOp]:
+def all_ops() -> dict[str, DeclaredOp]:
     """Every declared op by name (vllm_xdsl.ops.ALL_OPS once the package has loaded)."""
     return _ops
 
@@ -146,3 +173,14 @@ def implementations(op_name: str | None = None, provider: str | None = None) -> 
             if provider is None or p == provider:
                 out.append(impl)
     return out
+
+
+def register_property_rule(provider: str, rule: PropertyRule) -> None:
+    """Set `provider`'s implementation-property rule (see PropertyRule); replaces any."""
+    _property_rules[provider] = rule
+
+
+def property_rule(provider: str) -> PropertyRule | None:
+    """`provider`'s implementation-property rule (providers loaded), or None."""
+    ensure_loaded()
+    return _property_rules.get(provider)

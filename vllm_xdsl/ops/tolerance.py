@@ -18,7 +18,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from vllm_xdsl.ops.scheme import FP8_DTYPES
+from vllm_xdsl.ops.dtypes import FP8_DTYPES
 
 Kind = Literal["value", "norm", "scales"]
 

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from vllm_xdsl.dialects.types import static_shape, torch_dtype
 from vllm_xdsl.dialects.vllm import (
     NormOp,
     QuantOp,
@@ -67,9 +68,23 @@ def native_args(op: Operation, value_of: Callable[[SSAValue], Any]) -> dict[str,
             args[name] = getattr(scheme, _SCHEME_FIELDS[name])
         elif scheme is not None and name == "variant":
             args[name] = scheme.variant.spelling()
+        elif name in type(op).get_irdl_definition().properties:
+            # A plain scalar property (f64, i64, string): its value, or the native's default.
+            args[name] = _property_value(op, name, semantic.signature.parameters[name].default)
         else:
             raise AssertionError(f"{op.name}: no IR source for native parameter {name!r}")
     return args
+
+
+def _property_value(op: Operation, name: str, default: Any) -> Any:
+    attr = op.properties.get(name)
+    if attr is None:
+        return default
+    if isinstance(attr, FloatAttr | IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    raise AssertionError(f"{op.name}: property {name} = {attr} has no native value")
 
 
 def _is_operand(op: SemanticSignature, name: str) -> bool:
@@ -80,7 +95,7 @@ def meta_of(value: SSAValue, device: str) -> TensorMeta:
     """TensorMeta of an operand; an f64 scalar (runtime epsilon) as a 0-d float64 tensor."""
     t = value.type
     if isinstance(t, TensorType):
-        return TensorMeta.from_ir_type(t, device)
+        return TensorMeta(torch_dtype(t.element_type), static_shape(t), device)
     return TensorMeta(torch.float64, (), device)
 
 

@@ -1,10 +1,9 @@
 """Implementation properties lower-dispatch can decide from the IR types alone.
 
-- triton: `block_size` and `num_warps` by the Triton backend's own rules (the next power
-  of two of the row width, or a column tile for ops without a row reduction), so the
-  lowering and an eager launch pick the same kernel.
-- cuda / rocm: `vec_width` = elements per 16-byte load (8 for f16/bf16, 4 for f32),
-  halved until it divides the row width (and the group size of a per-group quant).
+Each provider decides its own (triton: `block_size` and `num_warps`, by the rules its
+launcher uses, so the lowering and an eager launch pick the same kernel; cuda / rocm:
+`vec_width`, the elements per 16-byte load), and registers that rule with its impls
+(`ops.registry.register_property_rule`): this pass knows no backend.
 
 Nothing is set when the row width is unknown (`?`): the backend decides at run time.
 """
@@ -14,11 +13,10 @@ from __future__ import annotations
 from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Attribute, Operation
 
-from vllm_xdsl.backends.triton.spec import default_block_size, default_num_warps
 from vllm_xdsl.dialects.vllm import ActAndMulOp, QuantOp, SemanticSignature
+from vllm_xdsl.ops import registry
 from vllm_xdsl.transforms.dispatch_torch import meta
 
-_LOAD_BYTES = 16
 MAX_BLOCK = 1 << 16  # the triton dialect's bound on block_size
 
 
@@ -30,28 +28,14 @@ def row_width(op: SemanticSignature) -> int | None:
     return h
 
 
-def vec_width(op: SemanticSignature, width: int) -> int:
-    dtype = meta(op.x)[0]
-    vec = max(_LOAD_BYTES // dtype.itemsize, 1)
-    scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
-    group = scheme.group_size if scheme is not None and scheme.granularity == "group" else 0
-    while vec > 1 and (width % vec or (group and group % vec)):
-        vec //= 2
-    return vec
-
-
 def impl_properties(provider: str, op: Operation) -> dict[str, Attribute]:
     assert isinstance(op, SemanticSignature)
+    rule = registry.property_rule(provider)
     width = row_width(op)
-    if width is None:
+    if rule is None or width is None:
         return {}
-    if provider == "triton":
-        scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
-        block = default_block_size(op.name.split(".", 1)[1], scheme, width)
-        if block > MAX_BLOCK:  # beyond the dialect's range: leave it to the backend
-            return {}
-        return {"block_size": IntegerAttr(block, i64),
-                "num_warps": IntegerAttr(default_num_warps(block), i64)}
-    if provider in ("cuda", "rocm"):
-        return {"vec_width": IntegerAttr(vec_width(op, width), i64)}
-    return {}
+    scheme = op.quant_scheme() if isinstance(op, QuantOp) else None
+    props = rule(op=op.SEMANTIC_NAME, dtype=meta(op.x)[0], width=width, scheme=scheme)
+    if props.get("block_size", 0) > MAX_BLOCK:  # beyond the dialect's range: the backend's
+        return {}
+    return {name: IntegerAttr(value, i64) for name, value in props.items()}

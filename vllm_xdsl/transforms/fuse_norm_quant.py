@@ -27,10 +27,8 @@ Decisions:
   exactly what the graph computes. Raising it onto the f32-sum variant instead would
   change the norm by an ulp, which a quant after it turns into fp8 flips (measured,
   257x4096 per-token fp8: 0.34 % of values for f16, 2.8 % for bf16) and a model of fp8
-  linears amplifies beyond the whole-model tolerance: this pass never does that.
-  `raise-rounded-adds` once asked for it; it is kept as an accepted option with no effect
-  (f16/bf16 adds are raised, exactly, either way). The variant travels into
-  `fused_add_rms_norm_quant`. `residual_out` is bit-identical to the add in every case.
+  linears amplifies beyond the whole-model tolerance: this pass never does that. The
+  variant travels into `fused_add_rms_norm_quant`. `residual_out` is bit-identical to the add in every case.
 - **Views.** aten view/reshape/_unsafe_view/flatten/unflatten/squeeze/unsqueeze calls
   between producer and quant that keep the element type and the (static) last dimension
   do not block fusion: the fused op runs on the producer's
@@ -49,7 +47,7 @@ Decisions:
   then `.to(x.dtype)` and the quant of that, for any weight dtype (a provider that lacks a
   weight dtype rejects it in supports_args and dispatch picks another).
 - Leftovers (quants, views, producers, adds) are erased when dead; torch calls only when
-  `is_side_effect_free`.
+  their effects allow (the `dialects.torch.TorchCallEffects` trait).
 """
 
 from __future__ import annotations
@@ -57,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType, UnitAttr
@@ -68,22 +66,23 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
 )
 
+from vllm_xdsl.core import catalog
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 from vllm_xdsl.ops import FUSED
-from vllm_xdsl.ops.scheme import QuantScheme
 from vllm_xdsl.transforms.fusion_ir import (
     all_before,
     build_op,
     dominates,
     erase_dead,
     insert_before,
-    is_before,
     is_row_view,
     is_unit_add,
     reapply_view,
 )
+from vllm_xdsl.transforms.raise_match import is_before
 from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
 
 
@@ -99,13 +98,14 @@ class Family:
     accepts: Callable[[QuantScheme], bool]
 
 
+# Each fused op of the catalog with the producer it composes (norms and every act-and-mul
+# op, one operand or gate and up).
 FAMILIES: dict[type[Operation], Family] = {
-    vllm.RmsNormOp: Family(vllm.RmsNormQuantOp, _fusable_scheme),
-    vllm.FusedAddRmsNormOp: Family(vllm.FusedAddRmsNormQuantOp, _fusable_scheme),
-    # Every act-and-mul op (one operand or gate and up) with its fused quant twin.
-    vllm.SiluAndMulOp: Family(vllm.SiluAndMulQuantOp, _fusable_scheme),
-    vllm.GeluAndMulOp: Family(vllm.GeluAndMulQuantOp, _fusable_scheme),
-    vllm.GeluTanhAndMulOp: Family(vllm.GeluTanhAndMulQuantOp, _fusable_scheme),
+    vllm.OPS_BY_NAME[spec.producer]: Family(
+        cast("type[vllm.FusedQuantOp]", vllm.OPS_BY_NAME[spec.name]), _fusable_scheme
+    )
+    for spec in catalog.FUSED_SPECS
+    if spec.producer is not None
 }
 
 
@@ -301,10 +301,6 @@ class FuseNormQuantPass(ModulePass):
     """Fuse rms_norm / fused_add_rms_norm / the act-and-mul ops with the quant of their output."""
 
     name = "fuse-norm-quant"
-
-    raise_rounded_adds: bool = False
-    """No effect, kept so that existing pipelines still parse: f16/bf16 residual adds are
-    raised exactly, as the rounded_sum variant, either way (see the module doc)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         raise_adds = RaiseResidualAdd()

@@ -17,7 +17,8 @@ can only say whether it runs on this machine, and is taken as it answers.
 Options: `target` (cuda, rocm, cpu; default: the module attribute `vllm.target`, else
 cuda), `priority` (e.g. "rms_norm=triton,native;silu_and_mul=cuda!"), `report=true`
 (print the dispatch report to stderr). From Python: `lower_dispatch(module, target,
-priority) -> DispatchReport`.
+priority) -> DispatchReport`, or `LowerDispatchPass(...).lower(ctx, module)`, which applies
+the pass and returns its report (the pipeline's way: the report is a result, not state).
 """
 
 from __future__ import annotations
@@ -60,7 +61,13 @@ TARGET_ATTR = "vllm.target"
 # Operand positions of the inputs an in-place kernel may overwrite.
 _INPUT_INDEX = {"x": 0, "residual": 1}
 
-LAST_REPORT: DispatchReport | None = None  # the report of the latest lowering (any entry)
+
+def semantic_name(op: Operation) -> str | None:
+    """The semantic op that a `vllm` op is (its SEMANTIC_NAME), None for any other op
+    (provider and auto ops share the signature class, but are lowered already)."""
+    if isinstance(op, SemanticSignature) and op.dialect_name() == "vllm":
+        return op.SEMANTIC_NAME if op.SEMANTIC_NAME in ALL_OPS else None
+    return None
 
 
 def provider_op_class(provider: str, semantic: str) -> type[SemanticSignature] | None:
@@ -119,14 +126,14 @@ class LowerSemanticOp(RewritePattern):
     names: dict[SSAValue, str] = field(default_factory=dict)  # printed_names of the input
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not op.name.startswith("vllm.") or op.name[5:] not in ALL_OPS:
+        semantic = semantic_name(op)
+        if semantic is None:
             return
-        semantic = op.name[5:]
         node = _node_name(op, self.names)
         meta = meta_args(op, TARGET_DEVICE[self.target])
         try:
             if dispatch_auto.wants_auto(semantic, self.priority, self.target):
-                self._lower_auto(op, meta, rewriter, node)  # autotuning
+                self._lower_auto(op, semantic, meta, rewriter, node)  # autotuning
                 return
             decision = select(semantic, meta, self.priority, self.target)
         except DispatchError as e:
@@ -149,7 +156,7 @@ class LowerSemanticOp(RewritePattern):
                                              f"auto.{semantic} calls it at run time",))
             return
         props = {**op.properties, **impl_properties(decision.provider, op)}
-        operands, copies, notes = self._inplace(op, cls, decision, props)
+        operands, copies, notes = self._inplace(op, semantic, cls, decision, props)
         new = cls.create(
             operands=operands,
             result_types=[r.type for r in op.results],
@@ -160,11 +167,11 @@ class LowerSemanticOp(RewritePattern):
         self.report.add(node, decision, tuple(notes))
 
     def _lower_auto(
-        self, op: Operation, meta: dict[str, Any], rewriter: PatternRewriter, node: str
+        self, op: Operation, semantic: str, meta: dict[str, Any], rewriter: PatternRewriter,
+        node: str,
     ) -> None:
         """Tune `op`; lower it to a sole winner that has a lowering of its own as if that
         provider were forced, else to a runtime selection (dispatch_auto)."""
-        semantic = op.name[5:]
         choice = dispatch_auto.tune(op, meta, self.priority, self.target)
         single = dispatch_auto.sole_winner(choice)
         if single is not None and (single == "native" or provider_op_class(single, semantic)):
@@ -179,7 +186,8 @@ class LowerSemanticOp(RewritePattern):
         self.report.add(node, dispatch_auto.decision(choice, AUTO), notes)
 
     def _inplace(
-        self, op: Operation, cls: type[SemanticSignature], decision: Decision, props: dict
+        self, op: Operation, semantic: str, cls: type[SemanticSignature], decision: Decision,
+        props: dict,
     ) -> tuple[list[SSAValue], list[Operation], list[str]]:
         """Operands for the provider op, copies to insert first, and report notes.
 
@@ -188,7 +196,7 @@ class LowerSemanticOp(RewritePattern):
         gets it only where every overwritten input is proven overwritable.
         """
         # Which inputs an in-place kernel overwrites: the op's contract (ops.inplace_outputs).
-        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()),
+        inputs = sorted(set(ALL_OPS[semantic].inplace_outputs.values()),
                         key=lambda name: _INPUT_INDEX[name])
         has_prop = "inplace" in cls.get_irdl_definition().properties and bool(inputs)
         operands = list(op.operands)
@@ -270,7 +278,6 @@ def lower_dispatch(
     that `priority` or VLLM_XDSL_PRIORITY names and no one registered included), and naming
     the node, op, impl and reason for a forced impl that cannot run.
     """
-    global LAST_REPORT
     target = target or module_target(module)
     parsed = check_options(target, priority)
     env = env_text()
@@ -282,7 +289,6 @@ def lower_dispatch(
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
     except DispatchError as e:  # drop the walker's note (a dump of the whole module)
         raise DispatchError(str(e)) from None
-    LAST_REPORT = report
     return report
 
 
@@ -312,12 +318,17 @@ class LowerDispatchPass(ModulePass):
             raise ValueError(str(e)) from None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.lower(ctx, op)
+
+    def lower(self, ctx: Context, op: ModuleOp) -> DispatchReport:
+        """`apply`, returning the dispatch report (printed too with `report=true`)."""
         try:
             report = lower_dispatch(op, self.target, self.priority)
         except DispatchError as e:
             raise PassFailedException(str(e)) from None
         if self.report:
             print(report.format(), file=sys.stderr)
+        return report
 
 
-__all__ = ["LAST_REPORT", "LowerDispatchPass", "check_options", "lower_dispatch"]
+__all__ = ["semantic_name", "LowerDispatchPass", "check_options", "lower_dispatch"]

@@ -6,22 +6,22 @@ that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` opera
 
 A pattern replaces only the last value of a chain; intermediate values with other users
 stay, so nothing that is read elsewhere changes. Dead `torch.call`s left behind are removed
-when `is_side_effect_free` says they may be.
+by xDSL's dead code elimination where their effects allow (torch.TorchCallEffects).
 
 Which forms map, and how exactly, is documented per family in raise_norm.py,
 raise_quant.py and raise_silu.py; vLLM's own spellings (vLLM IR nodes, `_C` and AITER
-kernel calls) in raise_vllm.py. Three levels:
+kernel calls) in raise_vllm.py. Two levels:
 
 - default: every rounding to a storage dtype (f16/bf16/fp8) happens where the contract
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
   (`x / sqrt` vs `x * rsqrt`, divide vs reciprocal multiply, Inductor's decomposed
   silu and gelu);
-- `exact=true`: only forms that are bit-exact with the native contract;
-- `approx=true`: once also forms that round at another point (the HF residual sum
-  rounded to f16/bf16 before the norm, an f16 quotient before fp8). Both are now raised at
-  every level as the exact variant they compute (fused_add_rms_norm{rounded_sum}, the quant
-  variants of raise_quant.py; docs/OPS.md "Variants"), so the option is accepted and no
-  form is raised approximately.
+- `exact=true`: only forms that are bit-exact with the native contract.
+
+A form that rounds at another point than the contract (the HF residual sum rounded to
+f16/bf16 before the norm, an f16 quotient before fp8) is raised at both levels as the exact
+variant it computes (fused_add_rms_norm{rounded_sum}, the quant variants of raise_quant.py;
+docs/OPS.md "Variants"), never approximately.
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
 |------------------------------------------------------------------|----------------------------|---------|
@@ -55,14 +55,15 @@ norm is raised and the multiply stays).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
+from xdsl.transforms.dead_code_elimination import dce
 
-from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_match import memoized_casts
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
@@ -70,22 +71,17 @@ from vllm_xdsl.transforms.raise_route import RoutedPatterns
 from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
 from vllm_xdsl.transforms.raise_vllm import VLLM_PATTERNS
 
+PATTERNS = (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
 
-def erase_dead_calls(module: ModuleOp) -> int:
-    """Erase unused side-effect-free `torch.call`s (users first); returns how many."""
-    erased = 0
-    free: dict[str, bool] = {}
-    for op in reversed(list(module.walk())):
-        if not isinstance(op, CallOp) or any(r.uses for r in op.results):
-            continue
-        target = op.target.data
-        if target not in free:
-            free[target] = is_side_effect_free(op)
-        if free[target]:
-            op.detach()
-            op.erase()
-            erased += 1
-    return erased
+
+def raise_patterns(exact: bool) -> list[RewritePattern]:
+    """One instance of every raising pattern; `exact` goes to those that also raise a form
+    that is not bit-exact (the others raise only exact forms, at both levels)."""
+    made: list[RewritePattern] = []
+    for p in PATTERNS:
+        make: Callable[..., RewritePattern] = p
+        made.append(make(exact=exact) if any(f.name == "exact" for f in fields(p)) else make())
+    return made
 
 
 @dataclass(frozen=True)
@@ -97,15 +93,8 @@ class RaiseNativePass(ModulePass):
     exact: bool = False
     """Raise only forms that are bit-exact with the contract."""
 
-    approx: bool = False
-    """Accepted for compatibility; no effect: every form it once raised approximately (the
-    f16/bf16 residual sum, an f16 quotient before fp8) is raised as its exact variant."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        approx = self.approx and not self.exact
-        patterns: list[RewritePattern] = [
-            p(self.exact, approx) for p in (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
-        ]
+        patterns = raise_patterns(self.exact)
         with memoized_casts():
             PatternRewriteWalker(RoutedPatterns(patterns)).rewrite_module(op)
-        erase_dead_calls(op)
+        dce(op)  # what the raised chains left: torch.calls declare their effects

@@ -18,9 +18,8 @@ replaces (OPS.md contract: `y = xf * rsqrt(mean(xf^2, -1) + eps)`, then
    read `residual_out`. In f16/bf16 (the HF decoder) the graph normalises the sum rounded
    to that dtype, so it becomes the `rounded_sum` variant, which computes exactly that
    (torch's f16/bf16 add is the f32 add rounded once; OPS.md "Variants"). In f32 the two
-   variants coincide and the default spelling is used. Exact at every level: `approx`
-   has nothing left to approximate here, and no form is mapped onto the f32-sum variant
-   unless it computes the f32 sum.
+   variants coincide and the default spelling is used. Exact at every level: no form is
+   mapped onto the f32-sum variant unless it computes the f32 sum.
 
 Anything else (a mean over another dim, no keepdim, eps after the rsqrt, an eps that is
 not a scalar) stays as it was.
@@ -119,8 +118,7 @@ def match_core(y: SSAValue) -> Core | None:
 
 @dataclass
 class RaiseRmsNormCore(RoutedPattern):
-    exact: bool = False
-    approx: bool = False
+    exact: bool = False  # only the `* rsqrt` core (a `/ sqrt` differs by an f32 ulp)
     TARGETS = ("aten::mul.Tensor", "aten::div.Tensor")
 
     @op_type_rewrite_pattern
@@ -135,8 +133,6 @@ class RaiseRmsNormCore(RoutedPattern):
 
 @dataclass
 class RaiseNormWeight(RoutedPattern):
-    exact: bool = False
-    approx: bool = False
     TARGETS = ("aten::mul.Tensor",)
 
     @op_type_rewrite_pattern
@@ -190,8 +186,6 @@ class RaiseNormWeight(RoutedPattern):
 
 @dataclass
 class RaiseNormCastBack(RoutedPattern):
-    exact: bool = False
-    approx: bool = False
     TARGETS = m.CAST_TARGETS
 
     @op_type_rewrite_pattern
@@ -239,8 +233,6 @@ class RaiseNormCastBack(RoutedPattern):
 
 @dataclass
 class RaiseFusedAdd(RoutedPattern):
-    exact: bool = False
-    approx: bool = False
     OP_TYPES = (RmsNormOp,)
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:

@@ -40,12 +40,14 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.dtypes import DType, quant_max
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme
+from vllm_xdsl.core.variant import QuantVariant, Scaling
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import QuantVariant, Scaling
-from vllm_xdsl.ops.scheme import QuantScheme, quant_max
+from vllm_xdsl.ops.dtypes import to_torch
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
 from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
@@ -182,8 +184,6 @@ def _grouped(xs: SSAValue) -> tuple[SSAValue, int] | None:
 class RaiseQuant(RoutedPattern):
     """Every quant form of the module doc -> its unfused op with the exact variant."""
 
-    exact: bool = False  # every raise here is exact: both levels raise the same
-    approx: bool = False
     TARGETS = (*m.CAST_TARGETS, "aten::round.default")
 
     @op_type_rewrite_pattern
@@ -276,15 +276,15 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
         if value is not None and sum(d == DYNAMIC_INDEX for d in m.shape(value) or ()) > 1:
             return None  # reshaped back to that shape: at most one dynamic dim
     if dyn is None:
-        variant = QuantVariant(scaling, qd)
+        variant = QuantVariant(scaling, DType.of(qd))
     else:
-        variant = QuantVariant(scaling, qd, dyn.scale_dtype, dyn.floor, dyn.floor_eps,
+        variant = QuantVariant(scaling, DType.of(qd), DType.of(dyn.scale_dtype), dyn.floor, dyn.floor_eps,
                                dyn.scale_range)
     try:
         scheme = QuantScheme(
             qdtype, dyn is None, "tensor" if dyn is None else dyn.granularity,
             0 if grouped is None else grouped[1], False,
-            dyn is not None and dyn.use_ue8m0, 1e-10 if dyn is None else dyn.group_eps, variant,
+            dyn is not None and dyn.use_ue8m0, DEFAULT_GROUP_EPS if dyn is None else dyn.group_eps, variant,
         )
     except ValueError:
         return None
@@ -302,7 +302,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         props["variant"] = QuantVariantAttr.from_variant(scheme.variant)
     pre = TorchBuilder()  # the zero point reshaped to the op's per-group shape, if need be
     zp = [] if plan.zp is None else [_reshaped(pre, plan.zp, plan.zp_shape or m.shape(plan.zp))]
-    sd = scheme.variant.scale_dtype
+    sd = to_torch(scheme.variant.scale_dtype)
     tokens = _tokens(x_shape[:-1])
     new: Operation
     if dyn is None:
@@ -332,7 +332,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         props["group_size"] = IntegerAttr(scheme.group_size, i64)
         if scheme.use_ue8m0:
             props["use_ue8m0"] = BoolAttr.from_bool(True)
-        if scheme.group_eps != 1e-10:
+        if scheme.group_eps != DEFAULT_GROUP_EPS:
             props["eps"] = FloatAttr(scheme.group_eps, Float64Type())
         new = vllm.PerTokenGroupFp8QuantOp.build(
             operands=[plan.x, zp], result_types=[q_type, tensor_type(sd, (tokens, groups))],

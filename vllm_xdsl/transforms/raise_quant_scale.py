@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import SSAValue
 
-from vllm_xdsl.ops.quant_variant import Floor
-from vllm_xdsl.ops.scheme import Granularity
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity
+from vllm_xdsl.core.variant import Floor
 from vllm_xdsl.transforms import raise_match as m
 
 F32 = torch.float32
@@ -51,7 +51,7 @@ class DynamicScale:
     scale_range: float  # 0.0: FMAX / IMAX
     scale_ub: SSAValue | None
     use_ue8m0: bool = False
-    group_eps: float = 1e-10
+    group_eps: float = DEFAULT_GROUP_EPS
     scale_view: SSAValue | None = None  # `scale.unsqueeze(-1)` the quotient divides by
 
 
@@ -252,7 +252,7 @@ def dynamic_scale(
     r = m.constant_value(args[1])
     if r is None or r <= 0:
         return None
-    a, group_eps = args[0], 1e-10
+    a, group_eps = args[0], DEFAULT_GROUP_EPS
     if not floor:
         # Only the per-group contract has no floor after the division: it floors the absmax.
         lo = m.call_of(a, "aten::clamp_min.default", "aten::clamp.default")

@@ -50,10 +50,11 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
-from vllm_xdsl.ops.quant_variant import parse_variant
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_build import build_norm, epsilon_of
 from vllm_xdsl.transforms.raise_route import RoutedPattern
@@ -128,11 +129,11 @@ def _per_token(x: SSAValue, ub: object, q_type: Attribute, s_type: Attribute,
 
 
 def _group(x: SSAValue, group_size: object, q_type: Attribute, s_type: Attribute,
-           eps: float = 1e-10, variant: str = "") -> Operation:
+           eps: float = DEFAULT_GROUP_EPS, variant: str = "") -> Operation:
     if not isinstance(group_size, int) or m.static_last_dim(x) is None:
         raise _Skip
     props: dict[str, Attribute] = {"group_size": IntegerAttr(group_size, i64)}
-    if eps != 1e-10:
+    if eps != DEFAULT_GROUP_EPS:
         props["eps"] = FloatAttr(eps, Float64Type())
     if variant:
         props["variant"] = QuantVariantAttr.from_variant(parse_variant(variant))
@@ -315,8 +316,7 @@ DEFAULT_LEVEL: dict[str, Callable[[KernelCall], Raised]] = {
 class RaiseVllmCall(RoutedPattern):
     """A vLLM op call (module table) -> the semantic ops computing what it computes."""
 
-    exact: bool = False
-    approx: bool = False
+    exact: bool = False  # BUILDERS only, not DEFAULT_LEVEL
     TARGETS = (AUTO_V1, AUTO_V2, "vllm_ir::rms_norm.default", "vllm_ir::fused_add_rms_norm.default",
                "vllm_aiter::rms_norm.default", "vllm_aiter::fused_add_rms_norm.default")
 

@@ -12,7 +12,8 @@ VLLM_XDSL_TUNE_TABLE (a table tuned elsewhere, e.g. `--show --json` on the GPU m
 VLLM_XDSL_CACHE_DIR (else $XDG_CACHE_HOME/vllm_xdsl, else ~/.cache/vllm_xdsl).
 
 Buckets: bucket.py; timing: measure.py; tuning: tuner.py; the cache file: cache.py; the
-policy hook: auto.py; the runtime selection torch ops: runtime.py.
+hooks of `auto` (installed through this package's `vllm_xdsl.providers` entry point): auto.py.
+The runtime selection torch ops are a backend: vllm_xdsl/backends/auto/torch_ops.py.
 """
 
 from vllm_xdsl.tune.auto import AutoChoice, auto_decision, tune_call

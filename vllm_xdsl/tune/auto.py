@@ -1,4 +1,8 @@
-"""`auto` in a priority list: the policy hook used by eager dispatch and lower-dispatch.
+"""`auto` in a priority list: the hooks eager dispatch and lower-dispatch call.
+
+`install` (this package's `vllm_xdsl.providers` entry point, loaded by the ops registry)
+sets them: `auto_decision` for an eager call, `auto_table` for a lowering, which reads the
+winners per token bucket and never runs a measurement itself.
 
 `rms_norm=auto` tunes over every registered implementation of the op; `a,b,auto` over
 a, b and native only. Candidates are those available for the target that accept the
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_xdsl.ops import dispatch, registry
-from vllm_xdsl.ops.dispatch import Decision
+from vllm_xdsl.ops.dispatch import AutoTable, Decision
 from vllm_xdsl.ops.policy import AUTO, Choice, DispatchError
 from vllm_xdsl.tune.bucket import Bucket, bucket_of, bucket_range, token_bucket, token_count
 from vllm_xdsl.tune.tuner import (
@@ -43,6 +47,19 @@ class AutoChoice:
     @property
     def tokens(self) -> list[int]:
         return [r.bucket.tokens for r in self.results]
+
+    def table(self) -> AutoTable:
+        """The winners per bucket, their impls, and why each other provider lost."""
+        impls = {c.provider: c.impl for c in self.candidates}
+        wins = set(self.winners)
+        rejected = list(self.rejected)
+        rejected += [(c.provider, "slower in every bucket") for c in self.candidates
+                     if c.provider not in wins and not any(c.provider in r.excluded
+                                                           for r in self.results)]
+        rejected += [(p, f"wrong result: {why}") for r in self.results[:1]
+                     for p, why in r.excluded.items()]
+        return AutoTable(self.op, tuple(self.tokens), tuple(self.winners),
+                         {w: impls[w] for w in wins}, tuple(rejected), tuple(self.notes()))
 
     def notes(self) -> list[str]:
         """Report lines: per bucket each candidate's time and the winner."""
@@ -124,4 +141,13 @@ def auto_decision(
     return Decision(op.name, r.winner, winner, rejected)
 
 
-dispatch.set_auto_policy(auto_decision)  # `auto` in priority lists: eager dispatch asks here
+def auto_table(
+    op: Any, meta: Mapping[str, Any], choices: Sequence[Choice], source: str, target: str
+) -> AutoTable:
+    """The lowering's table: winners over the buckets the call's token count allows."""
+    return tune_call(op, meta, choices, source, target).table()
+
+
+def install() -> None:
+    """Decide `auto` in priority lists from now on (the registry's entry point calls it)."""
+    dispatch.set_auto_policy(auto_decision, auto_table)

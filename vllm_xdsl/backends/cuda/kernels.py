@@ -18,10 +18,12 @@ from torch import Tensor
 from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.build import BuildError, ToolchainMissing, Vendor
 from vllm_xdsl.backends.cuda.variant import KernelVariant, kernel_variant
+from vllm_xdsl.core.dtypes import DType, fp8_max
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.ops.activations import activation_of, gate_and_up
+from vllm_xdsl.ops.dtypes import to_torch
 from vllm_xdsl.ops.fused import scheme_of
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
-from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _F32 = torch.float32
 _GPU = {"cuda": "CUDA", "rocm": "ROCm"}
@@ -178,7 +180,7 @@ class Kernels:
                    op: str = "quant") -> tuple[list[Any], Tensor, KernelVariant | None]:
         """The VX_QUANT_ARGS of a scheme, the scales tensor the op returns (dynamic: in the
         variant's scale dtype), and the variant the arguments point to (keep it alive)."""
-        sd = s.variant.scale_dtype
+        sd = to_torch(s.variant.scale_dtype)
         if s.static:
             # A copy even when scale is already fp32 [1]: an op's outputs must never alias
             # its inputs (torch custom ops reject it; the caller may overwrite either).
@@ -227,8 +229,8 @@ class Kernels:
         kv = kernel_variant(s, zero_point, x2.shape[0], x.shape[-1], op)
         q = torch.empty(x.shape, dtype=fp8_dtype, device=x.device)
         scale = torch.empty(1, dtype=_F32, device=x.device)  # the f32 scale the quant reads
-        out = scale if s.variant.scale_dtype == _F32 else torch.empty(
-            1, dtype=s.variant.scale_dtype, device=x.device)
+        out = scale if s.variant.scale_dtype == DType.F32 else torch.empty(
+            1, dtype=to_torch(s.variant.scale_dtype), device=x.device)
         lib.call("vx_dynamic_scaled_fp8_quant", q.data_ptr(), scale.data_ptr(), x2.data_ptr(),
                  x2.shape[0], x.shape[-1], x2.stride(0), int(fp8_dtype == torch.float8_e4m3fnuz),
                  fmax, None if kv is None else kv.address(), out.data_ptr(), self._dtype(x, op),

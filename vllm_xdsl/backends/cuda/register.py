@@ -24,6 +24,7 @@ INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
 # Devices a TensorMeta may name: eager says "cuda" for both vendors; lower-dispatch says the target.
 DEVICES: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "rocm": ("cuda", "rocm")}
 _MAX_GROUPS = 48 * 1024 // 4  # per-group scales live in shared memory
+_LOAD_BYTES = 16  # one vectorized load
 _registered: set[str] = set()
 
 
@@ -96,6 +97,17 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     return True
 
 
+def launch_properties(op: str, dtype: torch.dtype, width: int, scheme: Any) -> dict[str, int]:
+    """vec_width: elements per 16-byte load (8 for f16/bf16, 4 for f32), halved until it
+    divides the row width (and the group size of a per-group quant); recorded by
+    lower-dispatch on `cuda.<op>` / `rocm.<op>` (ops.registry.PropertyRule)."""
+    vec = max(_LOAD_BYTES // dtype.itemsize, 1)
+    group = scheme.group_size if scheme is not None and scheme.granularity == "group" else 0
+    while vec > 1 and (width % vec or (group and group % vec)):
+        vec //= 2
+    return {"vec_width": vec}
+
+
 def register(vendor: Vendor = "cuda") -> None:
     """Register every launcher as provider `vendor` (idempotent)."""
     if vendor in _registered:
@@ -105,6 +117,9 @@ def register(vendor: Vendor = "cuda") -> None:
 
     fns = launchers(vendor)
     for name, op in ops.ALL_OPS.items():
+        fn = getattr(fns, INPLACE.get(name, name), None)
+        if fn is None:
+            continue  # an op this kernel family does not implement (yet)
         inplace = name in INPLACE
 
         def check(_op: str = name, **args: Any) -> bool | str:
@@ -112,5 +127,6 @@ def register(vendor: Vendor = "cuda") -> None:
 
         op.register_impl(vendor, supported=lambda target=None: available(vendor, target),
                          supports_args=check,
-                         inplace=inplace)(getattr(fns, INPLACE.get(name, name)))
+                         inplace=inplace)(fn)
+    ops.registry.register_property_rule(vendor, launch_properties)
     _registered.add(vendor)

@@ -20,12 +20,12 @@ from torch import Tensor
 
 from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused import scheme_of
-from vllm_xdsl.ops.quant_variant import parse_variant
-from vllm_xdsl.ops.scheme import Granularity, QuantScheme
 from vllm_xdsl.ops.torch_library import define_op
 
 
@@ -91,7 +91,7 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
 
     @op(N.per_token_group_fp8_quant)
     def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
-                                  use_ue8m0: bool = False, eps: float = 1e-10,
+                                  use_ue8m0: bool = False, eps: float = DEFAULT_GROUP_EPS,
                                   fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                                   zero_point: Tensor | None = None, variant: str = ""
                                   ) -> tuple[Tensor, Tensor]:
@@ -122,7 +122,7 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
     def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
                        scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool,
                        granularity: str, group_size: int = 0, column_major_scales: bool = False,
-                       use_ue8m0: bool = False, group_eps: float = 1e-10,
+                       use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
                        zero_point: Tensor | None = None, variant: str = "") -> tuple[Tensor, Tensor]:
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
                 group_eps, variant)
@@ -135,7 +135,7 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
                                  scale: Tensor | None, scale_ub: Tensor | None,
                                  quant_dtype: torch.dtype, static: bool, granularity: str,
                                  group_size: int = 0, column_major_scales: bool = False,
-                                 use_ue8m0: bool = False, group_eps: float = 1e-10,
+                                 use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
                                  zero_point: Tensor | None = None, variant: str = "",
                                  rounded_sum: bool = False
                                  ) -> tuple[Tensor, Tensor, Tensor]:
@@ -160,7 +160,7 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
 
     def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
                                       quant_dtype, static, granularity, group_size=0,
-                                      column_major_scales=False, use_ue8m0=False, group_eps=1e-10,
+                                      column_major_scales=False, use_ue8m0=False, group_eps=DEFAULT_GROUP_EPS,
                                       zero_point=None, variant="", rounded_sum=False):
         q, _, scales = F.fused_add_rms_norm_quant(
             x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
@@ -173,7 +173,7 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
                                   epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
                                   quant_dtype: torch.dtype, static: bool, granularity: str,
                                   group_size: int = 0, column_major_scales: bool = False,
-                                  use_ue8m0: bool = False, group_eps: float = 1e-10,
+                                  use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
                                   zero_point: Tensor | None = None, variant: str = "",
                                   rounded_sum: bool = False
                                   ) -> tuple[Tensor, Tensor]:
@@ -198,7 +198,7 @@ def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Ten
     def act_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
                           quant_dtype: torch.dtype, static: bool, granularity: str,
                           group_size: int = 0, column_major_scales: bool = False,
-                          use_ue8m0: bool = False, group_eps: float = 1e-10,
+                          use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
                           zero_point: Tensor | None = None, variant: str = "",
                           up: Tensor | None = None) -> tuple[Tensor, Tensor]:
         args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
@@ -242,7 +242,7 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
         scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
         group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
-        group_eps: float = 1e-10, zero_point: Tensor | None = None, variant: str = "",
+        group_eps: float = DEFAULT_GROUP_EPS, zero_point: Tensor | None = None, variant: str = "",
         rounded_sum: bool = False,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Writes residual_out into residual; returns (q, residual, scales)."""

@@ -14,8 +14,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from vllm_xdsl.ops.quant_variant import ROUNDING_DTYPES, variant_problem_beyond
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.variant import ROUNDING_DTYPES, variant_problem_beyond
+from vllm_xdsl.ops.dtypes import to_torch
 
 ALL_FIELDS = ("scaling", "quotient_dtype", "scale_dtype", "floor", "scale_range", "zero_point")
 # RoundCode, ZeroPointCode and Floor of variant.cuh.
@@ -28,7 +29,7 @@ _GRANULARITY = {
     "static_scaled_int8_quant": "tensor", "dynamic_per_token_scaled_fp8_quant": "token",
     "dynamic_per_token_scaled_int8_quant": "token", "per_token_group_fp8_quant": "group",
 }
-assert set(_ROUND) == set(ROUNDING_DTYPES.values())
+assert set(_ROUND) == {to_torch(d) for d in ROUNDING_DTYPES.values()}
 
 
 class VxVariant(ctypes.Structure):
@@ -50,10 +51,10 @@ def _scheme_fields(scheme: QuantScheme) -> dict[str, int | float]:
     elif v.floor == "min_scale" or (not v.floor and scheme.is_fp8):
         floor, floor_value = F_MIN_SCALE, 1.0 / (scheme.qmax * 512.0)
     elif v.floor == "zero_eps":  # eps as the scale dtype holds it (natives_variant)
-        floor, floor_value = F_ZERO_EPS, torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()
+        floor, floor_value = F_ZERO_EPS, torch.tensor(v.floor_eps, dtype=to_torch(v.scale_dtype)).item()
     return {
-        "recip": int(scheme.scaling == "recip"), "quotient": _ROUND[v.quotient_dtype],
-        "scale": _ROUND[v.scale_dtype], "floor": floor, "floor_value": floor_value,
+        "recip": int(scheme.scaling == "recip"), "quotient": _ROUND[to_torch(v.quotient_dtype)],
+        "scale": _ROUND[to_torch(v.scale_dtype)], "floor": floor, "floor_value": floor_value,
         "range": v.scale_range or scheme.qmax,
         "zero_rows": int(scheme.dtype == torch.int8 and not scheme.static and not v.floor),
     }
@@ -99,7 +100,7 @@ def _zero_point_rows(zp: Tensor, scheme: QuantScheme, rows: int, groups: int, op
                          f"one per row ({rows} rows), nor one per group ({groups} a row)")
     flat = zp.reshape(-1).contiguous()
     if flat.dtype not in _ZERO_POINT:  # e.g. fp8 or f64: zero_point.to(qd) exactly, as f32
-        flat = flat.to(scheme.variant.quotient_dtype).to(torch.float32)
+        flat = flat.to(to_torch(scheme.variant.quotient_dtype)).to(torch.float32)
     return flat
 
 

@@ -34,9 +34,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from vllm_xdsl.dialects.call_targets import HIGHER_ORDER, PYTHON, resolve_target
 from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
 from vllm_xdsl.dialects.vllm import NormOp, SemanticSignature
-from vllm_xdsl.frontend.targets import HIGHER_ORDER, PYTHON, resolve_target
 
 from .decompose import decomposition_table, inline_native, inline_traced
 from .literals import ExportError, python_value

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
+from xdsl.ir import Attribute, SSAValue
 
 from vllm_xdsl.dialects.types import torch_dtype
 from vllm_xdsl.dialects.vllm import (
@@ -115,11 +116,24 @@ def native_arguments(
             args[name] = has_rounded_sum(op)
         elif name == "variant" and isinstance(op, QuantOp):
             args[name] = op.quant_scheme().variant.spelling()
+        elif name in type(op).get_irdl_definition().properties:
+            # A plain scalar property (f64 or string), absent = the native's default.
+            attr = op.properties.get(name)
+            default = ops.ALL_OPS[op.SEMANTIC_NAME].signature.parameters[name].default
+            args[name] = default if attr is None else _scalar_value(attr)
         else:  # a tensor operand (x, residual, weight, scale, scale_ub), maybe absent
             # Operands are named as the native's parameters (OPS.md): looked up by name.
             value = getattr(op, name)
             args[name] = None if value is None else operand(value)
     return args
+
+
+def _scalar_value(attr: Attribute) -> Any:
+    if isinstance(attr, FloatAttr | IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    raise ValueError(f"property {attr} has no Python value")
 
 
 # The fused ops' scheme parameters; the per-group quant's, as scheme fields.

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.triton import launch as L
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
 
 _E4M3 = torch.float8_e4m3fn
 _checked: dict[torch.device, bool] = {}  # device -> its conversions passed the check

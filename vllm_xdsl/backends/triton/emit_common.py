@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from vllm_xdsl.ops.scheme import QuantScheme
+from vllm_xdsl.core.dtypes import DType
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.ops.dtypes import to_torch
 
 # f32 helpers, emitted only into sources that call them.
 HELPERS: dict[str, str] = {
@@ -218,7 +220,7 @@ def _divide(k: KernelText, d: str, bound: float | None, groups: bool = False) ->
 def _scale_variant(scheme: QuantScheme) -> bool:
     """A dynamic scale computed otherwise than the OPS.md row (scale dtype, floor, range)."""
     v = scheme.variant
-    return bool(v.floor or v.scale_range or v.scale_dtype != torch.float32)
+    return bool(v.floor or v.scale_range or v.scale_dtype != DType.F32)
 
 
 def _variant_scale(k: KernelText, scheme: QuantScheme, amax: str, hw: bool) -> None:
@@ -228,16 +230,16 @@ def _variant_scale(k: KernelText, scheme: QuantScheme, amax: str, hw: bool) -> N
     if scheme.granularity == "group" and not v.floor:
         amax = f"_max_nan({amax}, {flt(scheme.group_eps)})"
     divided = f"tl.div_rn({amax}, {flt(v.scale_range or scheme.qmax)})"
-    k.add(f"scale = {round_to(divided, v.scale_dtype, hw)}")
+    k.add(f"scale = {round_to(divided, to_torch(v.scale_dtype), hw)}")
     if scheme.use_ue8m0:
         k.add("scale = _pow2_ceil(scale)")
     row_fp8 = scheme.is_fp8 and scheme.granularity != "group"  # tensor or token
     if v.floor == "min_scale" or (not v.floor and row_fp8):
         k.add(f"scale = _max_nan(scale, {flt(1.0 / (scheme.qmax * 512))})")
     elif v.floor == "zero_eps":
-        eps = torch.tensor(v.floor_eps, dtype=v.scale_dtype).item()  # eps as sd holds it
+        eps = torch.tensor(v.floor_eps, dtype=to_torch(v.scale_dtype)).item()  # eps as sd holds it
         k.add(f"scale = tl.where(scale == 0.0, {flt(eps)}, scale)")
-    k.add(f"scale = {round_to('scale', v.scale_dtype, hw)}")
+    k.add(f"scale = {round_to('scale', to_torch(v.scale_dtype), hw)}")
 
 
 def quant_epilogue(
@@ -352,7 +354,7 @@ def quant_epilogue(
             k.add("q = y * tl.div_rn(1.0, scale)[:, None]")
         else:
             _divide(k, "scale", None, groups=True)  # scale >= a group's absmax / FMAX
-    qd = scheme.variant.quotient_dtype
+    qd = to_torch(scheme.variant.quotient_dtype)
     if qd != torch.float32:  # the quotient variant: rounded before the clamp (OPS.md)
         k.add(f"q = {round_to('q', qd, hw)}")
     if zero_point == "group":  # one per group of this tile (`groups`), onto its columns

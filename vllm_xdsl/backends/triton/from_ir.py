@@ -19,6 +19,7 @@ from vllm_xdsl.backends.triton.spec import (
     default_num_warps,
     tileable,
 )
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.dialects.types import static_shape, torch_dtype
 from vllm_xdsl.dialects.vllm import (
     ActAndMulOp,
@@ -27,7 +28,6 @@ from vllm_xdsl.dialects.vllm import (
     SemanticSignature,
     has_rounded_sum,
 )
-from vllm_xdsl.ops.scheme import QuantScheme
 
 DIALECT = "triton"
 

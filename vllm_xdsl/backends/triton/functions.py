@@ -1,4 +1,4 @@
-"""The Triton implementation of every op, with exactly its native signature (ops_api.md).
+"""The Triton implementation of every op, with exactly its native signature (docs/OPS.md).
 
 These are what `register()` registers as provider "triton" and what the torch custom ops
 `torch.ops.vllm_xdsl_triton.<op>` run. Annotations are real (custom op schemas).
@@ -13,13 +13,14 @@ from torch import Tensor
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.backends.triton.spec import variant_fields
-from vllm_xdsl.ops.quant_variant import (
+from vllm_xdsl.core.dtypes import fp8_max
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme
+from vllm_xdsl.core.variant import (
     DEFAULT_VARIANT,
     QuantVariant,
     parse_variant,
     variant_problem_beyond,
 )
-from vllm_xdsl.ops.scheme import QuantScheme, fp8_max
 
 _E4M3 = torch.float8_e4m3fn
 _INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
@@ -65,7 +66,7 @@ def static_scaled_fp8_quant(
     variant: str = "",
 ) -> Tensor:
     v = _variant("static_scaled_fp8_quant", zero_point, variant)
-    scheme = _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor", 0, False, False, 1e-10, v)
+    scheme = _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor", 0, False, False, DEFAULT_GROUP_EPS, v)
     return L.quant(x, scheme, scale, zero_point=zero_point)[0]
 
 
@@ -74,7 +75,7 @@ def dynamic_scaled_fp8_quant(
 ) -> tuple[Tensor, Tensor]:
     v = _variant("dynamic_scaled_fp8_quant", zero_point, variant)
     q, scale = L.quant(
-        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, 1e-10, v),
+        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, DEFAULT_GROUP_EPS, v),
         zero_point=zero_point)
     assert scale is not None
     return q, scale
@@ -86,7 +87,7 @@ def dynamic_per_token_scaled_fp8_quant(
 ) -> tuple[Tensor, Tensor]:
     v = _variant("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
     scheme = _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token", 0, False,
-                  False, 1e-10, v)
+                  False, DEFAULT_GROUP_EPS, v)
     q, scales = L.quant(x, scheme, None, scale_ub, zero_point=zero_point)
     assert scales is not None
     return q, scales
@@ -97,7 +98,7 @@ def per_token_group_fp8_quant(
     group_size: int,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    eps: float = 1e-10,
+    eps: float = DEFAULT_GROUP_EPS,
     fp8_dtype: torch.dtype = _E4M3,
     zero_point: Tensor | None = None,
     variant: str = "",
@@ -163,7 +164,7 @@ def rms_norm_quant(
     group_size: int = 0,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
+    group_eps: float = DEFAULT_GROUP_EPS,
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
@@ -200,7 +201,7 @@ def fused_add_rms_norm_quant(
     group_size: int = 0,
     column_major_scales: bool = False,
     use_ue8m0: bool = False,
-    group_eps: float = 1e-10,
+    group_eps: float = DEFAULT_GROUP_EPS,
     zero_point: Tensor | None = None,
     variant: str = "",
     rounded_sum: bool = False,
@@ -239,7 +240,7 @@ def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
         group_size: int = 0,
         column_major_scales: bool = False,
         use_ue8m0: bool = False,
-        group_eps: float = 1e-10,
+        group_eps: float = DEFAULT_GROUP_EPS,
         zero_point: Tensor | None = None,
         variant: str = "",
         up: Tensor | None = None,

@@ -1,4 +1,4 @@
-"""Launchers: one function per op with exactly the native signature (ops_api.md).
+"""Launchers: one function per op with exactly the native signature (docs/OPS.md).
 
 Each builds the KernelSpec of its call, allocates outputs as the native does (shapes,
 dtypes, column-major scale strides) and launches one program per row. Rows are passed
@@ -20,10 +20,11 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
+from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
 from vllm_xdsl.ops.fused import scheme_of
 from vllm_xdsl.ops.natives_variant import dynamic_scale
-from vllm_xdsl.ops.scheme import FP8_DTYPES, QuantScheme
 
 _F32 = torch.float32
 
@@ -222,7 +223,7 @@ def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
     if scheme.static:
         return torch.empty(1, dtype=_F32, device=device)
-    sd = scheme.variant.scale_dtype  # f32 unless a variant rounds the scales
+    sd = to_torch(scheme.variant.scale_dtype)  # f32 unless a variant rounds the scales
     if scheme.granularity == "tensor":
         return torch.empty(1, dtype=sd, device=device)
     if scheme.granularity == "token":

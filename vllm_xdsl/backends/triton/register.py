@@ -11,10 +11,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vllm_xdsl.backends.triton.spec import ACT_DTYPES, variant_fields
+from vllm_xdsl.backends.triton.spec import (
+    ACT_DTYPES,
+    default_block_size,
+    default_num_warps,
+    variant_fields,
+)
+from vllm_xdsl.core.variant import variant_problem_beyond
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
 from vllm_xdsl.ops.impl import TensorMeta
-from vllm_xdsl.ops.quant_variant import variant_problem_beyond
 
 PROVIDER = "triton"
 # Rows wider than this would need a looped kernel where one BLOCK covers a whole row (the
@@ -118,6 +123,13 @@ def supports_args(op: str, **args: Any) -> bool | str:
     return problem or True
 
 
+def launch_properties(op: str, dtype: Any, width: int, scheme: Any) -> dict[str, int]:
+    """block_size and num_warps of the kernel for rows of `width` (the launcher's rules),
+    recorded by lower-dispatch on `triton.<op>` (ops.registry.PropertyRule)."""
+    block = default_block_size(op, scheme, width)
+    return {"block_size": block, "num_warps": default_num_warps(block)}
+
+
 def register() -> None:
     """Register every launcher as provider "triton" (idempotent)."""
     global _registered
@@ -132,4 +144,5 @@ def register() -> None:
             return supports_args(_op, **args)
 
         ops.ALL_OPS[name].register_impl(PROVIDER, supported=available, supports_args=check)(fn)
+    ops.registry.register_property_rule(PROVIDER, launch_properties)
     _registered = True

@@ -35,9 +35,9 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.core.scheme import QuantScheme
+from vllm_xdsl.core.variant import EPILOGUE_FIELDS, SCALE_FIELDS
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
-from vllm_xdsl.ops.quant_variant import EPILOGUE_FIELDS, SCALE_FIELDS
-from vllm_xdsl.ops.scheme import QuantScheme
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
 # The act-and-mul family (ops/activations.py), plain and fused with a quant.

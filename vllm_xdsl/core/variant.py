@@ -23,15 +23,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-import torch
+from vllm_xdsl.core.dtypes import ROUNDING, DType
 
 Scaling = Literal["", "div", "recip"]
 Floor = Literal["", "min_scale", "zero_eps"]
-# Dtypes a quotient or a scale may be rounded to, by keyword.
-ROUNDING_DTYPES: dict[str, torch.dtype] = {
-    "f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-}
-_KEYWORD_OF_DTYPE = {d: k for k, d in ROUNDING_DTYPES.items()}
+# Dtypes a quotient or a scale may be rounded to, by keyword (the DType's spelling).
+ROUNDING_DTYPES: dict[str, DType] = {d.value: d for d in ROUNDING}
 
 
 @dataclass(frozen=True)
@@ -39,8 +36,8 @@ class QuantVariant:
     """The numerics of a quantization beyond its scheme; all defaults = the OPS.md contract."""
 
     scaling: Scaling = ""
-    quotient_dtype: torch.dtype = torch.float32
-    scale_dtype: torch.dtype = torch.float32
+    quotient_dtype: DType = DType.F32
+    scale_dtype: DType = DType.F32
     floor: Floor = ""
     floor_eps: float = 0.0
     scale_range: float = 0.0
@@ -54,7 +51,7 @@ class QuantVariant:
         if self.scaling not in ("", "div", "recip"):
             return f"scaling must be div or recip, not {self.scaling!r}"
         for what, d in (("quotient", self.quotient_dtype), ("scale", self.scale_dtype)):
-            if d not in _KEYWORD_OF_DTYPE:
+            if d not in ROUNDING:
                 return f"{what} dtype must be f32, bf16 or f16, not {d}"
         if self.floor not in ("", "min_scale", "zero_eps"):
             return f"floor must be min_scale or zero_eps, not {self.floor!r}"
@@ -69,10 +66,10 @@ class QuantVariant:
         words: list[str] = []
         if self.scaling:
             words.append(self.scaling)
-        if self.quotient_dtype != torch.float32:
-            words += ["quotient", _KEYWORD_OF_DTYPE[self.quotient_dtype]]
-        if self.scale_dtype != torch.float32:
-            words += ["scale", _KEYWORD_OF_DTYPE[self.scale_dtype]]
+        if self.quotient_dtype != DType.F32:
+            words += ["quotient", self.quotient_dtype.value]
+        if self.scale_dtype != DType.F32:
+            words += ["scale", self.scale_dtype.value]
         if self.floor == "min_scale":
             words.append("min_scale")
         elif self.floor == "zero_eps":
@@ -91,7 +88,7 @@ def parse_variant(text: str) -> QuantVariant:
     words = text.split()
     scaling: Scaling = ""
     floor: Floor = ""
-    dtypes = {"quotient": torch.float32, "scale": torch.float32}
+    dtypes = {"quotient": DType.F32, "scale": DType.F32}
     numbers = {"zero_eps": 0.0, "range": 0.0}
     i = 0
     while i < len(words):

@@ -8,11 +8,13 @@ backend. One fused op covers every scheme, so no pass or kernel enumerates them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch
+from vllm_xdsl.core.dtypes import QUANT, DType, is_fp8, quant_max
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 
-from vllm_xdsl.ops.quant_variant import DEFAULT_VARIANT, QuantVariant
+if TYPE_CHECKING:
+    import torch
 
 Granularity = Literal["tensor", "token", "group"]
 GRANULARITIES: tuple[Granularity, ...] = ("tensor", "token", "group")
@@ -26,26 +28,16 @@ def granularity_of(text: str) -> Granularity:
     raise ValueError(f"granularity must be one of {GRANULARITIES}, not {text!r}")
 
 
-FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
-QUANT_DTYPES = (*FP8_DTYPES, torch.int8)
-
-# FMAX per fp8 flavour (OPS.md): e4m3fnuz deliberately uses 224, below torch's 240.
-_FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 224.0}
-INT8_MAX = 127.0
+# The absmax floor of per-group fp8 quantization (vLLM's per_token_group_fp8_quant eps).
 DEFAULT_GROUP_EPS = 1e-10
 
 
-def fp8_max(dtype: torch.dtype) -> float:
-    """The saturation bound FMAX of an fp8 flavour."""
+def _quant_dtype(dtype: Any) -> DType | None:
     try:
-        return _FP8_MAX[dtype]
-    except KeyError:
-        raise ValueError(f"{dtype} is not an fp8 dtype (expected one of {FP8_DTYPES})") from None
-
-
-def quant_max(dtype: torch.dtype) -> float:
-    """FMAX for fp8 flavours, IMAX for int8."""
-    return INT8_MAX if dtype == torch.int8 else fp8_max(dtype)
+        d = DType.of(dtype)
+    except ValueError:
+        return None
+    return d if d in QUANT else None
 
 
 @dataclass(frozen=True)
@@ -57,8 +49,11 @@ class QuantScheme:
     - `granularity`: one scale per tensor, per token (row) or per group of
       `group_size` consecutive elements of a row.
     - `column_major_scales`, `use_ue8m0`, `group_eps`: per-group options (OPS.md).
-    - `variant`: where the numerics differ from the OPS.md table (quant_variant.py);
+    - `variant`: where the numerics differ from the OPS.md table (core/variant.py);
       stored canonically (a field equal to the op's own default is reset to the default).
+
+    `dtype` is the torch dtype of `q` (the ops layer passes it to torch as it is); this
+    module reads it by name only (core.dtypes.DType.of), so it needs no torch.
     """
 
     dtype: torch.dtype
@@ -93,20 +88,21 @@ class QuantScheme:
 
     def problem(self) -> str | None:
         """Why this scheme is not one of OPS.md's quantizations, or None if it is."""
-        if self.dtype not in QUANT_DTYPES:
+        quant_dtype = _quant_dtype(self.dtype)
+        if quant_dtype is None:
             return f"quant dtype must be fp8 (e4m3fn, e4m3fnuz) or int8, not {self.dtype}"
         if self.granularity not in GRANULARITIES:
             return f"granularity must be one of {GRANULARITIES}, not {self.granularity!r}"
         if self.static and self.granularity != "tensor":
             return "a static scale is per tensor"
         if self.granularity == "group":
-            if self.dtype == torch.int8:
+            if quant_dtype == DType.I8:
                 return "per-group quantization is fp8 only"
             if self.group_size <= 0:
                 return "per-group quantization needs a positive group_size"
         elif self.group_size or self.column_major_scales or self.use_ue8m0:
             return "group_size, column_major_scales and use_ue8m0 apply to per-group only"
-        if self.dtype == torch.int8 and not self.static and self.granularity != "token":
+        if quant_dtype == DType.I8 and not self.static and self.granularity != "token":
             return "dynamic int8 quantization is per token"
         return self.variant_problem()
 
@@ -117,19 +113,19 @@ class QuantScheme:
         if problem is not None:
             return problem
         if self.static:
-            for bad, what in ((v.scale_dtype != torch.float32, "scale"),
+            for bad, what in ((v.scale_dtype != DType.F32, "scale"),
                               (v.floor != "", v.floor), (v.scale_range != 0.0, "range")):
                 if bad:
                     return f"variant {what!r} applies to dynamic scales (a static scale is an input)"
         if self.granularity == "group" and v.floor and self.group_eps != DEFAULT_GROUP_EPS:
             return f"variant {v.floor!r} replaces the per-group absmax floor: drop eps"
-        if v.floor == "min_scale" and self.dtype == torch.int8:
+        if v.floor == "min_scale" and not self.is_fp8:
             return "variant 'min_scale' is the fp8 floor 1 / (FMAX * 512), not an int8 one"
         return None
 
     @property
     def is_fp8(self) -> bool:
-        return self.dtype in FP8_DTYPES
+        return is_fp8(self.dtype)
 
     @property
     def qmax(self) -> float:

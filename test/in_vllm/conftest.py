@@ -1,0 +1,51 @@
+"""The tests that need vLLM. They run in the vLLM environment (scripts/vllm-env builds it;
+scripts/test runs them there, the main pytest run ignores this directory). Without vLLM
+each module skips itself, except where VLLM_XDSL_REQUIRE_VLLM is set (CI): there a vLLM
+that does not import is an error, never a silent skip.
+
+`vllm_engine(model, way)` starts one engine per (model, way) and session, each in a fresh
+process (bench/vllm_engine.py): an engine start costs about 70 s, so tests share them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+if os.environ.get("VLLM_XDSL_REQUIRE_VLLM"):
+    try:
+        import vllm  # noqa: F401
+    except Exception as e:  # an ImportError, or a broken install (torchvision's ABI)
+        raise pytest.UsageError(
+            f"VLLM_XDSL_REQUIRE_VLLM is set but vllm does not import ({type(e).__name__}: "
+            f"{e}); build the environment with scripts/vllm-env") from e
+
+EngineRun = Callable[[str, str], dict[str, Any]]
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(tmp_path_factory: pytest.TempPathFactory) -> EngineRun:
+    """run(model, way) -> bench/vllm_engine.run_engine's result for a checkpoint of
+    bench/vllm_models_config.MODELS[model]; each (model, way) starts once per session."""
+    from vllm_engine import run_engine
+    from vllm_models_config import write_checkpoint
+
+    root = tmp_path_factory.mktemp("vllm")
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def run(model: str, way: str) -> dict[str, Any]:
+        if (model, way) not in done:
+            checkpoint = write_checkpoint(model, root / "checkpoints" / model)
+            done[model, way] = run_engine(checkpoint, way,
+                                          log=root / "logs" / f"{model}-{way}.log")
+        return done[model, way]
+
+    return run
