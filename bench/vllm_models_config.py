@@ -28,7 +28,8 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
-    # vLLM's Gemmas always tie the output projection to the embedding (no lm_head to load)
+    # vLLM's Gemma models have no lm_head of their own (always tied to the embedding):
+    # an untied checkpoint's lm_head.weight fails to load.
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"tie_word_embeddings": True}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",
                {"sliding_window": 256, "tie_word_embeddings": True}),
