@@ -28,9 +28,13 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
-    "gemma": ("GemmaConfig", "GemmaForCausalLM", {}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"sliding_window": 256}),
-    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"sliding_window": 256}),
+    # vLLM's Gemma models have no lm_head of their own (always tied to the embedding):
+    # an untied checkpoint's lm_head.weight fails to load.
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"tie_word_embeddings": True}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM",
+               {"sliding_window": 256, "tie_word_embeddings": True}),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               {"sliding_window": 256, "tie_word_embeddings": True}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     "mixtral": (
         "MixtralConfig",

@@ -136,3 +136,19 @@ def test_verifier_rejects_an_unknown_approximation() -> None:
     module = Parser(make_context(), _module("f32", "erf")).parse_module()
     with pytest.raises(VerifyException, match="approximate must be"):
         module.verify()
+
+
+def test_compiled_call_is_imported_lowered_and_exact(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return ops.gelu_and_mul_sparse(x * 2, STD_95, "tanh")
+
+    x = _x(torch.bfloat16, t=5, d=64, seed=5)
+    compiled = torch.compile(f, backend="vllm_xdsl", options={"inner": "eager", "strict": True})
+    assert torch.equal(compiled(x), f(x))
+    (imported,) = tmp_path.glob("*/00-import.mlir")
+    assert "vllm.gelu_and_mul_sparse" in imported.read_text()
+    (lowered,) = tmp_path.glob("*/03-lower-dispatch.mlir")
+    assert "vllm.gelu_and_mul_sparse" not in lowered.read_text()

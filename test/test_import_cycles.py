@@ -11,6 +11,9 @@ another, whether or not it runs at import time:
 - a string template of module names (`f"vllm_xdsl.dialects.{p}"`, `"vllm_xdsl.{}.x"`):
   an edge to every module it can spell.
 
+Strings that another module resolves (the core catalog names each op's native as
+"module:function", imported by ops/op.py) are that module's edges: RESOLVED_BY says whose.
+
 A dynamic import whose name is none of these (`importlib.import_module(name)` with a
 computed `name`, `__import__`, `runpy.run_module`, under any alias) cannot be resolved, so it is forbidden except at the few
 sites listed in DATA_NAMED_IMPORTS, each with why its names are already counted or are not
@@ -62,8 +65,15 @@ DATA_NAMED_IMPORTS: dict[str, str] = {
     "vllm_xdsl.tools.vllm_opt": "names from TARGETS, whose strings are counted",
     "vllm_xdsl.backends.torch_export.semantic":
         "names from PROVIDER_MODULES / _MODULE_OF, whose strings and templates are counted",
+    "vllm_xdsl.ops.op": "the natives named by the core catalog, counted as this module's",
     "vllm_xdsl.dialects.call_targets":
         "the module of a call target named in an FX graph (operator, math, torch)",
+}
+
+# Modules whose module-naming strings are data another module imports: those edges are
+# the importer's (which must do a dynamic import: it is in DATA_NAMED_IMPORTS).
+RESOLVED_BY: dict[str, str] = {
+    "vllm_xdsl.core.catalog": "vllm_xdsl.ops.op",  # each spec's native, "module:function"
 }
 
 _DYNAMIC_IMPORTERS = {"import_module", "__import__", "run_module"}
@@ -162,14 +172,18 @@ def _is_dynamic_import(node: ast.AST, importers: set[str]) -> bool:
     return name in importers
 
 
-def import_graph(modules: dict[str, tuple[Path, bool]] | None = None) -> Graph:
+def import_graph(modules: dict[str, tuple[Path, bool]] | None = None,
+                 resolved_by: dict[str, str] | None = None) -> Graph:
     """Module -> the modules of the package it imports or names (anywhere in the file)."""
     modules = module_files() if modules is None else modules
+    resolved_by = RESOLVED_BY if resolved_by is None else resolved_by
     graph = Graph()
+    handed: dict[str, set[str]] = {}  # resolver -> the modules others' strings name
     for module, (path, is_package) in modules.items():
         source = path.read_text()
         tree = ast.parse(source, str(path))
         targets: set[str] = set()
+        named: set[str] = set()  # by strings
         # Strings not read one by one: the literal pieces of an f-string (read as one
         # template) and the names of loggers.
         pieces = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)
@@ -179,18 +193,19 @@ def import_graph(modules: dict[str, tuple[Path, bool]] | None = None) -> Graph:
         importers = _importer_aliases(tree)
         for node in ast.walk(tree):
             names: list[str] = []
+            strings: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 names = _from_import(node, module, is_package, modules)
             elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
                   and id(node) not in pieces):
-                names = [t for t in [_string_target(node.value, modules)] if t]
+                strings = [t for t in [_string_target(node.value, modules)] if t]
                 pattern = _template(node, module)
                 if pattern:
-                    names += _spelled(pattern, modules)
+                    strings += _spelled(pattern, modules)
             elif isinstance(node, ast.JoinedStr):
-                names = _spelled(_template(node, module) or "", modules)
+                strings = _spelled(_template(node, module) or "", modules)
             if _is_dynamic_import(node, importers):
                 assert isinstance(node, ast.Call)
                 arg = node.args[0] if node.args else None
@@ -199,8 +214,15 @@ def import_graph(modules: dict[str, tuple[Path, bool]] | None = None) -> Graph:
                 if not resolved:
                     graph.unresolved.append((module, node.lineno, ast.unparse(node)))
             targets.update(t for t in (_resolve(n, modules) for n in names) if t)
+            named.update(t for t in (_resolve(n, modules) for n in strings) if t)
+        if module in resolved_by:
+            handed.setdefault(resolved_by[module], set()).update(named)
+        else:
+            targets |= named
         targets.discard(module)
         graph.edges[module] = targets
+    for resolver, named in handed.items():
+        graph.edges[resolver] |= named - {resolver}
     return graph
 
 
@@ -315,8 +337,10 @@ def test_the_graph_reads_every_kind_of_import(tmp_path):
         "hidden2.py": "def f(n):\n    return __import__(n)\n",
         "hidden3.py": "from importlib import import_module as load\nload(input())\n",
         "log.py": "import logging\nlog = logging.getLogger('vllm_xdsl.top')\n",
+        "specs.py": "NATIVE = 'vllm_xdsl.plug.a:f'\n",
+        "loader.py": "import importlib\ndef f(n):\n    return importlib.import_module(n)\n",
     })
-    graph = import_graph(modules)
+    graph = import_graph(modules, {"vllm_xdsl.specs": "vllm_xdsl.loader"})
     e = graph.edges
     assert e["vllm_xdsl.sub"] == {"vllm_xdsl.sub.leaf"}
     assert e["vllm_xdsl.sub.leaf"] == {"vllm_xdsl.top", "vllm_xdsl.sub"}  # TYPE_CHECKING too
@@ -328,8 +352,10 @@ def test_the_graph_reads_every_kind_of_import(tmp_path):
     assert e["vllm_xdsl.fmt2"] == {"vllm_xdsl.plug.a"}
     assert e["vllm_xdsl.own"] == set()
     assert e["vllm_xdsl.log"] == set()
+    assert e["vllm_xdsl.specs"] == set() and e["vllm_xdsl.loader"] == {"vllm_xdsl.plug.a"}
     assert sorted((m, line) for m, line, _ in graph.unresolved) == [
-        ("vllm_xdsl.hidden", 3), ("vllm_xdsl.hidden2", 2), ("vllm_xdsl.hidden3", 2)]
+        ("vllm_xdsl.hidden", 3), ("vllm_xdsl.hidden2", 2), ("vllm_xdsl.hidden3", 2),
+        ("vllm_xdsl.loader", 3)]
     assert find_cycles(e) == [["vllm_xdsl.sub", "vllm_xdsl.sub.leaf", "vllm_xdsl.top"]]
 
 
@@ -364,6 +390,8 @@ def test_no_unresolved_dynamic_import():
         "\n".join(hidden)
     stale = sorted(set(DATA_NAMED_IMPORTS) - {m for m, _, _ in GRAPH.unresolved})
     assert not stale, f"DATA_NAMED_IMPORTS lists modules without such an import: {stale}"
+    assert set(RESOLVED_BY.values()) <= set(DATA_NAMED_IMPORTS)
+    assert set(RESOLVED_BY) <= set(GRAPH.edges), "RESOLVED_BY names a module that is gone"
 
 
 def test_no_cycle_between_packages():

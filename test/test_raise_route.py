@@ -18,12 +18,13 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.transforms.dead_code_elimination import dce
 
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm import RmsNormOp
 from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_native import RaiseNativePass, erase_dead_calls, raise_patterns
+from vllm_xdsl.transforms.raise_native import RaiseNativePass, raise_patterns
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
 from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
@@ -40,7 +41,7 @@ def _unrouted(module: ModuleOp, exact: bool) -> None:
     """raise-native as it was: every pattern on every op, no cast memo."""
     patterns: list[RewritePattern] = raise_patterns(exact)
     PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(module)
-    erase_dead_calls(module)
+    dce(module)
 
 
 @pytest.mark.parametrize("exact", [False, True])

@@ -29,7 +29,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import torch
 import torch.fx
@@ -48,24 +48,27 @@ if TYPE_CHECKING:
 logger = logging.getLogger("vllm_xdsl")
 
 
-class PipelineLog:
-    """The latest pipeline results (newest last) and how many graphs were compiled."""
+T = TypeVar("T")
+
+
+class PipelineLog(Generic[T]):
+    """The latest entries (newest last) and how many were added in all."""
 
     def __init__(self, keep: int = 64) -> None:
-        self._items: deque[PipelineResult] = deque(maxlen=keep)
+        self._items: deque[T] = deque(maxlen=keep)
         self.count = 0
 
-    def add(self, result: PipelineResult) -> None:
+    def add(self, result: T) -> None:
         self._items.append(result)
         self.count += 1
 
-    def since(self, mark: int) -> list[PipelineResult]:
-        """The results of the graphs compiled after `count` was `mark`."""
+    def since(self, mark: int) -> list[T]:
+        """The entries added after `count` was `mark`."""
         n = min(self.count - mark, len(self._items))
         return list(self._items)[len(self._items) - n:] if n > 0 else []
 
     @property
-    def last(self) -> PipelineResult:
+    def last(self) -> T:
         return self._items[-1]
 
     # List-like view by absolute index (len = graphs compiled so far; old ones evicted):
@@ -82,8 +85,24 @@ class PipelineLog:
         return self._items[index] if index < 0 else self._items[index - self.count + len(self._items)]
 
 
-# Read by the demo and the tests.
-RESULTS = PipelineLog()
+@dataclasses.dataclass(frozen=True)
+class Fallback:
+    """A graph that ran unmodified: the stage that failed and its error ("Type: message")."""
+
+    stage: str
+    error: str
+
+
+# Read by the demo and the tests: the pipeline result of every transformed graph, and every
+# graph left unmodified after a failure (by the backend or the post-grad pass), so that a
+# caller such as a test inside vLLM counts fallbacks without parsing log lines.
+RESULTS: PipelineLog[PipelineResult] = PipelineLog()
+FALLBACKS: PipelineLog[Fallback] = PipelineLog()
+
+
+def record_fallback(stage: str, cause: BaseException) -> None:
+    """Count one graph left unmodified (the caller logs the warning)."""
+    FALLBACKS.add(Fallback(stage, f"{type(cause).__name__}: {cause}"))
 
 
 class InductorForward:
@@ -238,6 +257,7 @@ class ForwardCompiler:
     ) -> Callable:
         if self.options.strict:
             raise RuntimeError(f"vllm_xdsl: {stage} failed: {cause}") from cause
+        record_fallback(stage, cause)
         logger.warning(
             "vllm_xdsl: %s failed (%s: %s); running the unmodified graph",
             stage, type(cause).__name__, cause,

@@ -91,6 +91,9 @@ class _PostGradPass:
         except StageError as e:
             if self.options.strict:
                 raise RuntimeError(f"vllm_xdsl: {e.stage} failed: {e.cause}") from e.cause
+            from vllm_xdsl.compile import record_fallback
+
+            record_fallback(f"post-grad {e.stage}", e.cause)
             logger.warning("vllm_xdsl: post-grad pass: %s failed (%s: %s); graph left unchanged",
                            e.stage, type(e.cause).__name__, e.cause)
             logger.debug("vllm_xdsl: %s failure", e.stage, exc_info=e.cause)

@@ -17,10 +17,17 @@ exactly as before:
 - `kwargs` holds keyword arguments the same way.
 - Results: one per tensor or scalar the op returns (a tuple return gives several).
 
+Values the compiler cannot look into (a torchbind script object, an object of a type
+registered with `torch._library.opaque_object.register_opaque_type`, such as the attention
+layer name vLLM passes into its graphs) have the type `!torch.opaque<"class.name">`: they
+are function arguments and call operands like any other value, and only calls read them.
+
 `torch.get_attr` stands for a module constant (an FX `get_attr` node).
 """
 
 from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -36,11 +43,13 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
     result_def,
+    traits_def,
     var_operand_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.traits import EffectInstance, MemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -120,11 +129,43 @@ class NoneType(ParametrizedAttribute, TypeAttribute):
     name = "torch.none_type"
 
 
+class TorchCallEffects(MemoryEffect):
+    """A call's effects as its overload declares them: none for a known, functional,
+    deterministic op (`is_side_effect_free`), else unknown. So xDSL's dead code elimination
+    (`dce`, and the dead-op removal of every greedy pattern walk) deletes an unused call
+    exactly when it may."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance] | None:
+        return frozenset() if isinstance(op, CallOp) and is_side_effect_free(op) else None
+
+
+@irdl_attr_definition
+class OpaqueType(ParametrizedAttribute, TypeAttribute):
+    """`!torch.opaque<"__torch__.torch.classes.ns.Cls">`: an object only torch ops read.
+
+    The parameter is the class name torch knows the object by: a script class's
+    qualified name, or the name an opaque type was registered under (`module.Class`)."""
+
+    name = "torch.opaque"
+    class_name: StringAttr
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.class_name.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [StringAttr(parser.parse_str_literal())]
+
+
 @irdl_op_definition
 class CallOp(IRDLOperation):
     """A call of a torch op overload, kept opaque."""
 
     name = "torch.call"
+    traits = traits_def(TorchCallEffects())
 
     target = prop_def(StringAttr)
     args = prop_def(ArrayAttr)
@@ -252,21 +293,31 @@ def _loaded_namespaces() -> set[str]:
     return {name.partition("::")[0] for name in torch._C._dispatch_get_all_op_names()}
 
 
+# Per target that resolved, whether it is side-effect free (dead-op removal asks for every
+# unused call). An unresolved target is not remembered: it may be registered later.
+_free_targets: dict[str, bool] = {}
+
+
 def is_side_effect_free(op: CallOp) -> bool:
     """Whether an unused `torch.call` may be deleted: a known, functional, deterministic op.
 
     Unknown overloads, mutating ops, collectives and random ops are kept.
     """
+    target = op.target.data
+    free = _free_targets.get(target)
+    if free is not None:
+        return free
     import torch
 
     try:
-        overload = resolve_overload(op.target.data)
+        overload = resolve_overload(target)
     except (AttributeError, RuntimeError):
         return False
     schema = overload._schema
-    if schema.is_mutable or torch.Tag.nondeterministic_seeded in overload.tags:
-        return False
-    return overload.namespace in ("aten", "prims", "vllm_xdsl")
+    free = (not (schema.is_mutable or torch.Tag.nondeterministic_seeded in overload.tags)
+            and overload.namespace in ("aten", "prims", "vllm_xdsl"))
+    _free_targets[target] = free
+    return free
 
 
 def _walk(*attrs: Attribute | None):  # noqa: ANN202
@@ -285,5 +336,5 @@ def _walk(*attrs: Attribute | None):  # noqa: ANN202
 Torch = Dialect(
     "torch",
     [CallOp, GetAttrOp],
-    [OperandRefAttr, NoneAttr, DtypeAttr, DeviceAttr, EnumAttr, NoneType],
+    [OperandRefAttr, NoneAttr, DtypeAttr, DeviceAttr, EnumAttr, NoneType, OpaqueType],
 )

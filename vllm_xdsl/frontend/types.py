@@ -2,6 +2,9 @@
 
 Tensors become builtin tensor types with `?` for symbolic sizes; SymInt/int scalars are
 `i64`, SymFloat/float `f64`, SymBool/bool `i1`; a None result is `!torch.none_type`.
+Objects only torch ops look into (torchbind script objects, their FakeScriptObject stand-ins
+under fake mode, objects of registered opaque types) are `!torch.opaque<"class name">`:
+the graph passes them through unchanged, so the type needs no more than the class name.
 """
 
 from __future__ import annotations
@@ -10,10 +13,10 @@ import functools
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import Float64Type, IntegerType
+from xdsl.dialects.builtin import Float64Type, IntegerType, StringAttr
 from xdsl.ir import Attribute
 
-from vllm_xdsl.dialects.torch import NoneType
+from vllm_xdsl.dialects.torch import NoneType, OpaqueType
 from vllm_xdsl.dialects.types import UnsupportedDtypeError, tensor_type
 
 
@@ -54,7 +57,30 @@ def value_type(val: Any, what: str) -> Attribute:
         return F64
     if val is None:
         return NoneType()
+    name = opaque_class_name(val)
+    if name is not None:
+        return _opaque_type(name)
     raise FrontendError(f"{what}: no IR type for a value of type {type(val).__name__}")
+
+
+@functools.cache
+def _opaque_type(name: str) -> OpaqueType:
+    return OpaqueType(StringAttr(name))
+
+
+def opaque_class_name(val: Any) -> str | None:
+    """The class name torch knows an opaque object by, or None for any other value."""
+    from torch._library.fake_class_registry import FakeScriptObject
+
+    if isinstance(val, FakeScriptObject):  # a script object or opaque object under fake mode
+        return str(val.script_class_name)
+    if isinstance(val, torch.ScriptObject):
+        return str(val._type().qualified_name())
+    from torch._library.opaque_object import get_opaque_type_name, is_opaque_type
+
+    if is_opaque_type(type(val)):
+        return get_opaque_type_name(type(val))
+    return None
 
 
 def result_types(val: Any, what: str) -> tuple[list[Attribute], bool]:

@@ -157,4 +157,4 @@ def resolve_native(spec: OpSpec) -> Callable[..., Any]:
     native = getattr(importlib.import_module(module), function)
     if not callable(native):
         raise TypeError(f"{spec.name}: native {spec.native} is not a function")
-    return native  # type: ignore[no-any-return]
+    return native

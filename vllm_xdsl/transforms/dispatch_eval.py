@@ -12,48 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, SSAValue
 
 from vllm_xdsl.dialects.torch import (
     CallOp,
-    DeviceAttr,
-    DtypeAttr,
-    EnumAttr,
-    NoneAttr,
-    OperandRefAttr,
     resolve_overload,
 )
-from vllm_xdsl.dialects.types import torch_dtype
+from vllm_xdsl.dialects.torch_literals import to_python
 
 
 def python_value(attr: Attribute, operands: list[Any]) -> Any:
     """The Python argument an attribute of a torch.call's args/kwargs stands for."""
-    if isinstance(attr, OperandRefAttr):
-        return operands[attr.index.data]
-    if isinstance(attr, NoneAttr):
-        return None
-    if isinstance(attr, IntegerAttr):
-        v = attr.value.data
-        return bool(v) if attr.type == IntegerType(1) else v
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    if isinstance(attr, DtypeAttr):
-        return torch_dtype(attr.element_type)
-    if isinstance(attr, DeviceAttr):
-        return torch.device(attr.value.data)
-    if isinstance(attr, EnumAttr):
-        obj: Any = torch
-        for part in attr.value.data.split(".")[1:]:
-            obj = getattr(obj, part)
-        return obj
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, ArrayAttr):
-        return [python_value(a, operands) for a in attr.data]
-    raise TypeError(f"cannot evaluate argument {attr}")
+    return to_python(attr, operands.__getitem__)
 
 
 def run_call(op: CallOp, operands: list[Any]) -> list[Any]:

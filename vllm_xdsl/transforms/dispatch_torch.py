@@ -2,7 +2,7 @@
 
 `TorchBuilder.call("aten::mul.Tensor", a, b, shape=..., dtype=...)` creates one
 `torch.call`: SSA values among the arguments become operands (`#torch.operand<i>`),
-everything else becomes a literal attribute (`literal`). Ops are collected in `ops`
+everything else becomes a literal attribute (dialects/torch_literals.py). Ops are collected in `ops`
 (in order) for the caller to insert; result types come from the shape/dtype given
 or, by default, from the first tensor argument.
 """
@@ -14,63 +14,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
-    IntAttr,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, EnumAttr, NoneAttr, OperandRefAttr
-from vllm_xdsl.dialects.types import ir_element_type, static_shape, tensor_type, torch_dtype
+from vllm_xdsl.dialects.torch import CallOp
+from vllm_xdsl.dialects.torch_literals import Named, to_attr
+from vllm_xdsl.dialects.types import static_shape, tensor_type, torch_dtype
 
 Shape = tuple[int | None, ...]
 
 
-class Enum(str):
-    """A torch enum member by its qualified name, e.g. Enum("torch.contiguous_format")."""
+# A torch enum member by its qualified name, e.g. Enum("torch.contiguous_format").
+Enum = Named
 
 
 def literal(value: Any) -> Attribute:
-    """The torch-dialect attribute of a Python argument value."""
-    if isinstance(value, bool | int | str | torch.dtype) or value is None:
-        kind: object = type(value)
-        return _scalar_literal(kind, value)  # not floats: -0.0 == 0.0 as a key
-    return _literal(value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _scalar_literal(kind: object, value: Any) -> Attribute:
-    """`literal` of a hashable non-float scalar, built once: attributes are immutable and
-    the same few (dims, dtypes, flags) recur in every decomposition. `kind` keeps 1 and
-    True apart."""
-    return _literal(value)
-
-
-def _literal(value: Any) -> Attribute:
-    if value is None:
-        return NoneAttr()
-    if isinstance(value, bool):  # before int: bool is an int
-        return IntegerAttr(int(value), IntegerType(1))
-    if isinstance(value, int):
-        return IntegerAttr(value, i64)
-    if isinstance(value, float):
-        return FloatAttr(value, f64)
-    if isinstance(value, torch.dtype):
-        return DtypeAttr(ir_element_type(value))
-    if isinstance(value, Enum):
-        return EnumAttr(StringAttr(str(value)))
-    if isinstance(value, str):
-        return StringAttr(value)
-    if isinstance(value, list | tuple):
-        return ArrayAttr([literal(v) for v in value])
-    raise TypeError(f"no torch-dialect literal for {value!r}")
+    """The torch-dialect attribute of a Python argument value (no SSA values)."""
+    return to_attr(value)
 
 
 def meta(value: SSAValue) -> tuple[torch.dtype, Shape]:
@@ -88,11 +48,6 @@ def broadcast(a: Shape, b: Shape) -> Shape:
         y = b[len(b) - 1 - i] if i < len(b) else 1
         out.append(y if x == 1 else x if y == 1 else x if x is not None else y)
     return tuple(reversed(out))
-
-
-@functools.cache
-def _operand_ref(index: int) -> OperandRefAttr:
-    return OperandRefAttr(IntAttr(index))  # immutable: one per index
 
 
 @functools.lru_cache(maxsize=4096)
@@ -121,16 +76,14 @@ class TorchBuilder:
         broadcast)."""
         inputs: list[SSAValue] = []
 
-        def arg(v: Any) -> Attribute:
-            if isinstance(v, SSAValue):
-                inputs.append(v)
-                return _operand_ref(len(inputs) - 1)
-            if isinstance(v, list | tuple):
-                return ArrayAttr([arg(x) for x in v])
-            return literal(v)
+        def operand(v: Any) -> int | None:  # each SSA argument is an operand of its own
+            if not isinstance(v, SSAValue):
+                return None
+            inputs.append(v)
+            return len(inputs) - 1
 
-        arg_attrs = [arg(a) for a in args]
-        kw_attrs = {k: arg(v) for k, v in (kwargs or {}).items()}
+        arg_attrs = [to_attr(a, operand) for a in args]
+        kw_attrs = {k: to_attr(v, operand) for k, v in (kwargs or {}).items()}
         if results is None:
             tensors = [meta(v) for v in inputs if isinstance(v.type, TensorType)]
             if shape is None:

@@ -47,7 +47,7 @@ Decisions:
   then `.to(x.dtype)` and the quant of that, for any weight dtype (a provider that lacks a
   weight dtype rejects it in supports_args and dispatch picks another).
 - Leftovers (quants, views, producers, adds) are erased when dead; torch calls only when
-  `is_side_effect_free`.
+  their effects allow (the `dialects.torch.TorchCallEffects` trait).
 """
 
 from __future__ import annotations
@@ -78,11 +78,11 @@ from vllm_xdsl.transforms.fusion_ir import (
     dominates,
     erase_dead,
     insert_before,
-    is_before,
     is_row_view,
     is_unit_add,
     reapply_view,
 )
+from vllm_xdsl.transforms.raise_match import is_before
 from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
 
 

@@ -20,9 +20,10 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, OptOperandDef, OptResultDef
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
-from xdsl.traits import Pure
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
-from vllm_xdsl.dialects.torch import CallOp, OperandRefAttr, is_side_effect_free
+from vllm_xdsl.dialects.torch import CallOp, OperandRefAttr
+from vllm_xdsl.transforms.raise_match import is_before
 
 # aten shape ops that only regroup dimensions of a row-major tensor: element order and
 # element count are kept, so when the last dimension is kept too, every row (token) stays a
@@ -93,25 +94,6 @@ def _is_one(attr: Attribute) -> bool:
     return isinstance(attr, (IntegerAttr, FloatAttr)) and attr.value.data == 1
 
 
-def is_before(a: Operation, b: Operation) -> bool:
-    """`a` comes strictly before `b` in the same block.
-
-    Searches outward from `a` in both directions, so the cost is the distance between the
-    two ops (usually small: neighbours in a graph), not the block length.
-    """
-    if a.parent is None or a.parent is not b.parent:
-        return False
-    fwd, back = a.next_op, a.prev_op
-    while fwd is not None or back is not None:
-        if fwd is b:
-            return True
-        if back is b:
-            return False
-        fwd = fwd.next_op if fwd is not None else None
-        back = back.prev_op if back is not None else None
-    return False
-
-
 def dominates(value: SSAValue, op: Operation) -> bool:
     """`value` is defined before `op` (an argument of an enclosing block, or an earlier op
     of op's block). Values defined in other blocks count as not dominating (conservative)."""
@@ -162,21 +144,13 @@ def build_op(
     return cls.build(operands=ops_args, result_types=res_args, properties=dict(properties))
 
 
-def is_removable(op: Operation) -> bool:
-    """An op with no uses that may be deleted: Pure, or a side-effect-free torch call."""
-    if any(r.uses for r in op.results):
-        return False
-    if isinstance(op, CallOp):
-        return is_side_effect_free(op)
-    return op.has_trait(Pure)
-
-
 def erase_dead(op: Operation, rewriter: PatternRewriter) -> None:
-    """Erase `op` if it is removable, then the producers of its operands that became so."""
+    """Erase `op` if it is trivially dead (unused and without effects: Pure, or a
+    side-effect-free torch call), then the producers of its operands that became so."""
     work = [op]
     while work:
         cur = work.pop()
-        if cur.parent is None or not is_removable(cur):
+        if cur.parent is None or not is_trivially_dead(cur):
             continue
         producers = [v.owner for v in cur.operands if isinstance(v.owner, Operation)]
         rewriter.erase(cur)

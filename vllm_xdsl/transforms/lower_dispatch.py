@@ -62,6 +62,14 @@ TARGET_ATTR = "vllm.target"
 _INPUT_INDEX = {"x": 0, "residual": 1}
 
 
+def semantic_name(op: Operation) -> str | None:
+    """The semantic op that a `vllm` op is (its SEMANTIC_NAME), None for any other op
+    (provider and auto ops share the signature class, but are lowered already)."""
+    if isinstance(op, SemanticSignature) and op.dialect_name() == "vllm":
+        return op.SEMANTIC_NAME if op.SEMANTIC_NAME in ALL_OPS else None
+    return None
+
+
 def provider_op_class(provider: str, semantic: str) -> type[SemanticSignature] | None:
     """`<provider>.<semantic>` from vllm_xdsl/dialects/<provider>.py, or None."""
     if provider not in PROVIDER_DIALECTS:
@@ -118,14 +126,14 @@ class LowerSemanticOp(RewritePattern):
     names: dict[SSAValue, str] = field(default_factory=dict)  # printed_names of the input
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not op.name.startswith("vllm.") or op.name[5:] not in ALL_OPS:
+        semantic = semantic_name(op)
+        if semantic is None:
             return
-        semantic = op.name[5:]
         node = _node_name(op, self.names)
         meta = meta_args(op, TARGET_DEVICE[self.target])
         try:
             if dispatch_auto.wants_auto(semantic, self.priority, self.target):
-                self._lower_auto(op, meta, rewriter, node)  # autotuning
+                self._lower_auto(op, semantic, meta, rewriter, node)  # autotuning
                 return
             decision = select(semantic, meta, self.priority, self.target)
         except DispatchError as e:
@@ -148,7 +156,7 @@ class LowerSemanticOp(RewritePattern):
                                              f"auto.{semantic} calls it at run time",))
             return
         props = {**op.properties, **impl_properties(decision.provider, op)}
-        operands, copies, notes = self._inplace(op, cls, decision, props)
+        operands, copies, notes = self._inplace(op, semantic, cls, decision, props)
         new = cls.create(
             operands=operands,
             result_types=[r.type for r in op.results],
@@ -159,11 +167,11 @@ class LowerSemanticOp(RewritePattern):
         self.report.add(node, decision, tuple(notes))
 
     def _lower_auto(
-        self, op: Operation, meta: dict[str, Any], rewriter: PatternRewriter, node: str
+        self, op: Operation, semantic: str, meta: dict[str, Any], rewriter: PatternRewriter,
+        node: str,
     ) -> None:
         """Tune `op`; lower it to a sole winner that has a lowering of its own as if that
         provider were forced, else to a runtime selection (dispatch_auto)."""
-        semantic = op.name[5:]
         choice = dispatch_auto.tune(op, meta, self.priority, self.target)
         single = dispatch_auto.sole_winner(choice)
         if single is not None and (single == "native" or provider_op_class(single, semantic)):
@@ -178,7 +186,8 @@ class LowerSemanticOp(RewritePattern):
         self.report.add(node, dispatch_auto.decision(choice, AUTO), notes)
 
     def _inplace(
-        self, op: Operation, cls: type[SemanticSignature], decision: Decision, props: dict
+        self, op: Operation, semantic: str, cls: type[SemanticSignature], decision: Decision,
+        props: dict,
     ) -> tuple[list[SSAValue], list[Operation], list[str]]:
         """Operands for the provider op, copies to insert first, and report notes.
 
@@ -187,7 +196,7 @@ class LowerSemanticOp(RewritePattern):
         gets it only where every overwritten input is proven overwritable.
         """
         # Which inputs an in-place kernel overwrites: the op's contract (ops.inplace_outputs).
-        inputs = sorted(set(ALL_OPS[op.name[5:]].inplace_outputs.values()),
+        inputs = sorted(set(ALL_OPS[semantic].inplace_outputs.values()),
                         key=lambda name: _INPUT_INDEX[name])
         has_prop = "inplace" in cls.get_irdl_definition().properties and bool(inputs)
         operands = list(op.operands)
@@ -322,4 +331,4 @@ class LowerDispatchPass(ModulePass):
         return report
 
 
-__all__ = ["LowerDispatchPass", "check_options", "lower_dispatch"]
+__all__ = ["semantic_name", "LowerDispatchPass", "check_options", "lower_dispatch"]

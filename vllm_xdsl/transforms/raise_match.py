@@ -16,11 +16,8 @@ from typing import Any, TypeGuard
 import torch
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    ArrayAttr,
     FloatAttr,
     IntegerAttr,
-    IntegerType,
-    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
@@ -28,12 +25,12 @@ from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from vllm_xdsl.dialects.torch import (
     CONSTANT_VALUE,
     CallOp,
-    DtypeAttr,
     EnumAttr,
     GetAttrOp,
     NoneAttr,
     OperandRefAttr,
 )
+from vllm_xdsl.dialects.torch_literals import to_python
 from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
 
 MISSING: Any = object()
@@ -67,26 +64,10 @@ def call_of(value: SSAValue | None, *targets: str) -> CallOp | None:
 
 
 def literal(attr: Attribute, op: CallOp) -> Any:
-    """A template attribute as a Python value; `#torch.operand<i>` gives the SSA operand."""
-    if isinstance(attr, OperandRefAttr):
-        return op.operands[attr.index.data]  # = op.inputs (its only operands), read cheaper
-    if isinstance(attr, IntegerAttr):
-        width = attr.type.width.data if isinstance(attr.type, IntegerType) else 64
-        return bool(attr.value.data) if width == 1 else attr.value.data
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, ArrayAttr):
-        return [literal(a, op) for a in attr.data]
-    if isinstance(attr, NoneAttr):
-        return None
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, DtypeAttr):
-        try:
-            return torch_dtype(attr.element_type)
-        except UnsupportedDtypeError:
-            return attr
-    return attr
+    """A template attribute as a Python value; `#torch.operand<i>` gives the SSA operand
+    (= op.inputs, its only operands, read cheaper). Devices and named torch values stay
+    attributes: matchers compare them as they are."""
+    return to_python(attr, op.operands.__getitem__, resolve=False)
 
 
 def arg(op: CallOp, index: int, name: str | None = None, default: Any = MISSING) -> Any:

@@ -6,7 +6,7 @@ that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` opera
 
 A pattern replaces only the last value of a chain; intermediate values with other users
 stay, so nothing that is read elsewhere changes. Dead `torch.call`s left behind are removed
-when `is_side_effect_free` says they may be.
+by xDSL's dead code elimination where their effects allow (torch.TorchCallEffects).
 
 Which forms map, and how exactly, is documented per family in raise_norm.py,
 raise_quant.py and raise_silu.py; vLLM's own spellings (vLLM IR nodes, `_C` and AITER
@@ -62,32 +62,14 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
+from xdsl.transforms.dead_code_elimination import dce
 
-from vllm_xdsl.dialects.torch import CallOp, is_side_effect_free
 from vllm_xdsl.transforms.raise_match import memoized_casts
 from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
 from vllm_xdsl.transforms.raise_route import RoutedPatterns
 from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
 from vllm_xdsl.transforms.raise_vllm import VLLM_PATTERNS
-
-
-def erase_dead_calls(module: ModuleOp) -> int:
-    """Erase unused side-effect-free `torch.call`s (users first); returns how many."""
-    erased = 0
-    free: dict[str, bool] = {}
-    for op in reversed(list(module.walk())):
-        if not isinstance(op, CallOp) or any(r.uses for r in op.results):
-            continue
-        target = op.target.data
-        if target not in free:
-            free[target] = is_side_effect_free(op)
-        if free[target]:
-            op.detach()
-            op.erase()
-            erased += 1
-    return erased
-
 
 PATTERNS = (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
 
@@ -115,4 +97,4 @@ class RaiseNativePass(ModulePass):
         patterns = raise_patterns(self.exact)
         with memoized_casts():
             PatternRewriteWalker(RoutedPatterns(patterns)).rewrite_module(op)
-        erase_dead_calls(op)
+        dce(op)  # what the raised chains left: torch.calls declare their effects

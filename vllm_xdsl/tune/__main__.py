@@ -106,7 +106,7 @@ def tune_file(p: _Parser, module: Any, path: str, target: str, priority: str) ->
     from vllm_xdsl.ops import ALL_OPS, DispatchError, parse_priority
     from vllm_xdsl.ops.policy import resolve
     from vllm_xdsl.transforms.dispatch_args import meta_args
-    from vllm_xdsl.transforms.lower_dispatch import TARGET_DEVICE
+    from vllm_xdsl.transforms.lower_dispatch import TARGET_DEVICE, semantic_name
     from vllm_xdsl.tune.auto import tune_call
     from vllm_xdsl.tune.bucket import token_count
 
@@ -119,14 +119,13 @@ def tune_file(p: _Parser, module: Any, path: str, target: str, priority: str) ->
     except user_cache.CacheDirError as e:
         print(f"vllm_xdsl.tune: error: {e}", file=sys.stderr)
         return 1
-    sem = [op for op in module.walk() if op.name.startswith("vllm.") and op.name[5:] in ALL_OPS]
+    sem = [(op, name) for op in module.walk() if (name := semantic_name(op)) is not None]
     if not sem:
         p.error(f"{path}: no vllm.* op to tune")
     start = time.perf_counter()
     measured0 = tuner.STATS.measured
     seen: set[str] = set()
-    for op in sem:
-        name = op.name[5:]
+    for op, name in sem:
         meta = meta_args(op, TARGET_DEVICE[target])
         choices, source = resolve(name, prio, target)
         try:
