@@ -13,7 +13,8 @@ e.g. TRITON_INTERPRET=1 or a GPU); 2 on bad arguments.
     python -m vllm_xdsl.verify [--provider P] [--op OP] [--full] [--device cpu|cuda]
 
 `--provider native` checks the torch custom op (`torch.ops.vllm_xdsl.<op>`) against the
-native function.
+native function. `--provider vllm_c` (where vLLM is installed) checks vLLM's own kernels;
+the rows it refuses say why (bf16: vLLM's CPU kernels truncate to bf16).
 """
 
 from __future__ import annotations

@@ -189,3 +189,20 @@ func.func @f(%x: tensor<?x128xf32>, %w: tensor<128xf32>, %u: tensor<?x256xf32>)
     torch.ops._C.rms_norm(expected, xs, w, 1e-6)
     assert torch.equal(n, expected)
     assert torch.equal(m, kernels.silu_and_mul(u))
+
+
+def test_auto_measures_it_only_where_it_passes() -> None:
+    """`auto` candidates: vllm_c in f32 (verified above), left out in bf16 with the reason."""
+    from vllm_xdsl.ops.dispatch import meta_args
+    from vllm_xdsl.ops.policy import parse_priority
+    from vllm_xdsl.tune.auto import eligible
+
+    choices = parse_priority("auto").for_op("silu_and_mul")
+    assert choices is not None
+    for dtype, picked in ((torch.float32, True), (BF16, False)):
+        meta = meta_args(ops.silu_and_mul, (torch.randn(4, 256, dtype=dtype),))
+        candidates, rejected = eligible(ops.silu_and_mul, meta, choices, "test", "cpu")
+        names = {c.impl.provider for c in candidates}
+        assert ("vllm_c" in names) is picked, (dtype, names)
+        if not picked:
+            assert ("vllm_c", kernels.BF16_TRUNCATES) in rejected

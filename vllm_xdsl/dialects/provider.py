@@ -16,13 +16,13 @@ from xdsl.ir import Dialect, Operation
 from xdsl.irdl import IRDLOperation, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.catalog import SPECS
 from vllm_xdsl.dialects.vllm import SIGNATURES, SemanticSignature, define_op
-from vllm_xdsl.ops import ALL_OPS
 
 # Semantic ops with an in-place kernel: which result overwrites which input (the op's
-# contract declares it once, in vllm_xdsl.ops).
+# declaration in core/catalog.py says it once).
 INPLACE_OUTPUTS: dict[str, dict[str, str]] = {
-    name: op.inplace_outputs for name, op in ALL_OPS.items() if op.inplace_outputs
+    name: dict(spec.inplace) for name, spec in SPECS.items() if spec.inplace
 }
 
 

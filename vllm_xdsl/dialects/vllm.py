@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-import torch
 from xdsl.dialects.builtin import (
     I64,
     BoolAttr,
@@ -52,11 +51,18 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.dtypes import DType
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.dialects import vllm_checks as check
-from vllm_xdsl.dialects.types import torch_dtype
-from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
+from vllm_xdsl.dialects.element_types import dtype_of
+from vllm_xdsl.dialects.vllm_attrs import (
+    QuantGranularityAttr,
+    QuantModeAttr,
+    QuantSchemeAttr,
+    QuantVariantAttr,
+    scheme_problem,
+)
 
 # Assembly-format pieces for keyword-introduced optional operands.
 _WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
@@ -142,6 +148,14 @@ class QuantOp(SemanticSignature):
         q: OpResult[TensorType]
 
     def quant_scheme(self) -> QuantScheme:
+        """The scheme, its dtype a torch dtype (what the natives and kernels take)."""
+        import torch  # only here: verifying reads the scheme with a DType (scheme_with)
+
+        dtype: Any = getattr(torch, self._q_dtype().torch_name)
+        return self.scheme_with(dtype)
+
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        """The scheme with `dtype` (a DType or a torch dtype) as the quant dtype."""
         raise NotImplementedError
 
     # The optional parts of a quant, by meaning (each form names its own fields).
@@ -161,8 +175,11 @@ class QuantOp(SemanticSignature):
         """The runtime zero point (docs/OPS.md "Variants"), if given."""
         return None
 
-    def _q_dtype(self) -> torch.dtype:
-        return torch_dtype(self.q.type.element_type)
+    def _q_dtype(self) -> DType:
+        dtype = dtype_of(self.q.type.element_type)
+        if dtype is None:
+            raise VerifyException(f"q has element type {self.q.type.element_type}, not fp8 or int8")
+        return dtype
 
 
 class FusedQuantOp(QuantOp):
@@ -210,17 +227,17 @@ class _UnfusedQuantMixin(_QuantMixin):
     def zero_point_operand(self) -> SSAValue | None:
         return self.zero_point
 
-    def _scheme(self, static: bool, granularity: Granularity) -> QuantScheme:
-        return QuantScheme(self._q_dtype(), static, granularity, variant=self.quant_variant())
+    def _scheme(self, dtype: Any, static: bool, granularity: Granularity) -> QuantScheme:
+        return QuantScheme(dtype, static, granularity, variant=self.quant_variant())
 
     def _verify_variant(self, x: TensorType) -> QuantScheme:
         """The scheme, or a VerifyException naming the variant that does not fit the op."""
         try:
-            scheme = self.quant_scheme()
+            scheme = self.scheme_with(self._q_dtype())
         except ValueError as e:
             raise VerifyException(
                 f"variant {self.variant} does not fit {self.SEMANTIC_NAME}: "
-                f"{str(e).split(': ', 1)[-1]}"
+                f"{scheme_problem(e)}"
             ) from None
         check.zero_point(self.zero_point, x, scheme)
         return scheme
@@ -287,8 +304,8 @@ class StaticScaledFp8QuantSignature(_UnfusedQuantMixin):
         check.quant_result(self.q, x, "fp8")
         self._verify_variant(x)
 
-    def quant_scheme(self) -> QuantScheme:
-        return self._scheme(True, "tensor")
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        return self._scheme(dtype, True, "tensor")
 
     def static_scale(self) -> SSAValue | None:
         return self.scale
@@ -316,8 +333,8 @@ class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
         check.quant_result(self.q, x, "fp8")
         check.scales_result(self.scale, x, self._verify_variant(x))
 
-    def quant_scheme(self) -> QuantScheme:
-        return self._scheme(False, "tensor")
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        return self._scheme(dtype, False, "tensor")
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scale
@@ -340,8 +357,8 @@ class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
         check.quant_result(self.q, x, "fp8")
         check.scales_result(self.scales, x, self._verify_variant(x))
 
-    def quant_scheme(self) -> QuantScheme:
-        return self._scheme(False, "token")
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        return self._scheme(dtype, False, "token")
 
     def scale_upper_bound(self) -> SSAValue | None:
         return self.scale_ub
@@ -362,8 +379,8 @@ class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
         check.quant_result(self.q, x, "int8")
         check.scales_result(self.scales, x, self._verify_variant(x))
 
-    def quant_scheme(self) -> QuantScheme:
-        return self._scheme(False, "token")
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        return self._scheme(dtype, False, "token")
 
     def computed_scales(self) -> OpResult[TensorType] | None:
         return self.scales
@@ -386,9 +403,9 @@ class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
         check.quant_result(self.q, x, "fp8")
         check.scales_result(self.scales, x, self._verify_variant(x))
 
-    def quant_scheme(self) -> QuantScheme:
+    def scheme_with(self, dtype: Any) -> QuantScheme:
         return QuantScheme(
-            self._q_dtype(),
+            dtype,
             static=False,
             granularity="group",
             group_size=self.group_size.value.data,
@@ -408,8 +425,8 @@ class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
 class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
     """A fused op's scheme is its `scheme` attribute plus its `q` element type."""
 
-    def quant_scheme(self) -> QuantScheme:
-        return self.scheme.to_scheme(self._q_dtype())
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        return self.scheme.to_scheme(dtype)
 
     def static_scale(self) -> SSAValue | None:
         return self.scale
@@ -432,7 +449,7 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
             raise VerifyException(
                 f"scheme {self.scheme} does not fit result element type "
                 f"{self.q.type.element_type}: "
-                f"{str(e).split(': ', 1)[-1]}"
+                f"{scheme_problem(e)}"
             ) from None
         if scheme.static:
             if self.scale is None:
@@ -457,7 +474,7 @@ class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
                 raise VerifyException("scale_ub applies to dynamic per-token fp8 only")
             check.static_scale(self.scale_ub, "scale_ub")
 
-    def _verify_zero_point(self, q_shape_of: TensorType, dtype: torch.dtype) -> None:
+    def _verify_zero_point(self, q_shape_of: TensorType, dtype: DType) -> None:
         zp = self.zero_point
         if zp is not None:
             try:
@@ -795,4 +812,6 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {op.SEMANTIC_NAME: op for op in VLLM_OPS}
 
-Vllm = Dialect("vllm", list(VLLM_OPS), [QuantSchemeAttr, QuantVariantAttr])
+Vllm = Dialect(
+    "vllm", list(VLLM_OPS), [QuantSchemeAttr, QuantVariantAttr, QuantModeAttr, QuantGranularityAttr]
+)

@@ -19,184 +19,66 @@ unfused quant ops, whose scheme the op name says.
 
 from __future__ import annotations
 
-import torch
+from typing import Any
+
 from xdsl.dialects.builtin import Float64Type, FloatData, IntAttr, StringAttr
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
+from xdsl.utils.str_enum import StrEnum
 
+from vllm_xdsl.core.dtypes import DType
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
 from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant, parse_variant
 
-_KEYWORD_OF_GRANULARITY: dict[str, str] = {g: f"per_{g}" for g in GRANULARITIES}
-_GRANULARITY_OF_KEYWORD = {k: g for g, k in _KEYWORD_OF_GRANULARITY.items()}
+
+class QuantMode(StrEnum):
+    """Whether the scale is an input (static) or computed from the data (dynamic)."""
+
+    STATIC = "static"
+    DYNAMIC = "dynamic"
+
+
+class QuantGranularity(StrEnum):
+    """One scale per tensor, per token or per group (core.scheme.GRANULARITIES)."""
+
+    TENSOR = "tensor"
+    TOKEN = "token"
+    GROUP = "group"
+
+
+assert tuple(QuantGranularity) == GRANULARITIES, "the IR enum and core.scheme disagree"
 
 
 @irdl_attr_definition
-class QuantSchemeAttr(ParametrizedAttribute):
-    """Static or dynamic; per tensor, token or group; the per-group options."""
+class QuantModeAttr(EnumAttribute[QuantMode]):
+    """A scheme's mode; printed inside `#vllm.quant<...>` as its bare keyword."""
 
-    name = "vllm.quant"
-
-    mode: StringAttr
-    granularity: StringAttr
-    group_size: IntAttr
-    column_major_scales: IntAttr
-    use_ue8m0: IntAttr
-    group_eps: FloatData
-    variant: StringAttr  # QuantVariant.spelling(): "" for the contract
-
-    @staticmethod
-    def get(
-        *,
-        static: bool,
-        granularity: str,
-        group_size: int = 0,
-        column_major_scales: bool = False,
-        use_ue8m0: bool = False,
-        group_eps: float = DEFAULT_GROUP_EPS,
-        variant: QuantVariant = DEFAULT_VARIANT,
-    ) -> QuantSchemeAttr:
-        return QuantSchemeAttr(
-            StringAttr("static" if static else "dynamic"),
-            StringAttr(granularity),
-            IntAttr(group_size),
-            IntAttr(int(column_major_scales)),
-            IntAttr(int(use_ue8m0)),
-            FloatData(group_eps),
-            StringAttr(variant.spelling()),
-        )
-
-    @staticmethod
-    def from_scheme(scheme: QuantScheme) -> QuantSchemeAttr:
-        return QuantSchemeAttr.get(
-            static=scheme.static,
-            granularity=scheme.granularity,
-            group_size=scheme.group_size,
-            column_major_scales=scheme.column_major_scales,
-            use_ue8m0=scheme.use_ue8m0,
-            group_eps=scheme.group_eps,
-            variant=scheme.variant,
-        )
-
-    @property
-    def static(self) -> bool:
-        return self.mode.data == "static"
-
-    def to_scheme(self, dtype: torch.dtype) -> QuantScheme:
-        """The full scheme, given the quant dtype from the result type."""
-        return QuantScheme(
-            dtype=dtype,
-            static=self.static,
-            granularity=granularity_of(self.granularity.data),
-            group_size=self.group_size.data,
-            column_major_scales=bool(self.column_major_scales.data),
-            use_ue8m0=bool(self.use_ue8m0.data),
-            group_eps=self.group_eps.data,
-            variant=parse_variant(self.variant.data),
-        )
-
-    def verify(self) -> None:
-        from xdsl.utils.exceptions import VerifyException
-
-        if self.mode.data not in ("static", "dynamic"):
-            raise VerifyException(f"quant mode must be static or dynamic, not {self.mode.data!r}")
-        if self.granularity.data not in GRANULARITIES:
-            raise VerifyException(f"unknown quant granularity {self.granularity.data!r}")
-        # The dtype does not matter for these structural checks; int8 rules are checked
-        # against the result type by the op verifiers.
-        problem = _structural_problem(
-            self.static,
-            self.granularity.data,
-            self.group_size.data,
-            bool(self.column_major_scales.data),
-            bool(self.use_ue8m0.data),
-            self.group_eps.data,
-            self.variant.data,
-        )
-        if problem:
-            raise VerifyException(f"invalid quant scheme: {problem}")
-
-    def print_parameters(self, printer: Printer) -> None:
-        words = [self.mode.data, _KEYWORD_OF_GRANULARITY[self.granularity.data]]
-        if self.granularity.data == "group":
-            words.append(str(self.group_size.data))
-        if self.column_major_scales.data:
-            words.append("column_major")
-        if self.use_ue8m0.data:
-            words.append("ue8m0")
-        printer.print_string(f"<{' '.join(words)}")
-        if self.group_eps.data != DEFAULT_GROUP_EPS:
-            printer.print_string(" eps ")
-            printer.print_float(self.group_eps.data, Float64Type())
-        print_variant(printer, parse_variant(self.variant.data), leading_space=True)
-        printer.print_string(">")
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            mode = parser.expect(
-                lambda: (
-                    parser.parse_optional_keyword("static")
-                    or parser.parse_optional_keyword("dynamic")
-                ),
-                "expected 'static' or 'dynamic'",
-            )
-            keyword = parser.parse_identifier(" (per_tensor, per_token or per_group)")
-            if keyword not in _GRANULARITY_OF_KEYWORD:
-                parser.raise_error(f"expected per_tensor, per_token or per_group, got {keyword!r}")
-            granularity = _GRANULARITY_OF_KEYWORD[keyword]
-            group_size = parser.parse_integer() if granularity == "group" else 0
-            column_major = use_ue8m0 = False
-            group_eps = DEFAULT_GROUP_EPS
-            while True:
-                if parser.parse_optional_keyword("column_major"):
-                    column_major = True
-                elif parser.parse_optional_keyword("ue8m0"):
-                    use_ue8m0 = True
-                elif parser.parse_optional_keyword("eps"):
-                    group_eps = parser.parse_float()
-                else:
-                    break
-            variant = parse_variant_keywords(parser)
-            params: list[Attribute] = [
-                StringAttr(mode),
-                StringAttr(granularity),
-                IntAttr(group_size),
-                IntAttr(int(column_major)),
-                IntAttr(int(use_ue8m0)),
-                FloatData(group_eps),
-                StringAttr(variant),
-            ]
-            problem = _structural_problem(
-                mode == "static", granularity, group_size, column_major, use_ue8m0, group_eps,
-                variant,
-            )
-            if problem:
-                parser.raise_error(f"invalid quant scheme: {problem}")
-        return params
+    name = "vllm.quant_mode"
 
 
-def _structural_problem(
-    static: bool, granularity: str, group_size: int, column_major: bool, use_ue8m0: bool,
-    group_eps: float = DEFAULT_GROUP_EPS, variant: str = "",
-) -> str | None:
-    """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
-    try:
-        QuantScheme(
-            torch.float8_e4m3fn,
-            static=static,
-            granularity=granularity_of(granularity),
-            group_size=group_size,
-            column_major_scales=column_major,
-            use_ue8m0=use_ue8m0,
-            group_eps=group_eps,
-            variant=parse_variant(variant),
-        )
-    except ValueError as e:
-        return str(e).split(": ", 1)[-1]
-    return None
+@irdl_attr_definition
+class QuantGranularityAttr(EnumAttribute[QuantGranularity]):
+    """A scheme's granularity; printed inside `#vllm.quant<...>` as `per_<granularity>`."""
+
+    name = "vllm.quant_granularity"
+
+
+_KEYWORD_OF_GRANULARITY: dict[QuantGranularity, str] = {g: f"per_{g.value}" for g in QuantGranularity}
+_GRANULARITY_OF_KEYWORD = {k: g for g, k in _KEYWORD_OF_GRANULARITY.items()}
+
+
+def scheme_problem(error: ValueError) -> str:
+    """The reason in a QuantScheme's ValueError, without the scheme's repr before it.
+
+    The message is "invalid quant scheme QuantScheme(...): <reason>"; the repr holds ': '
+    itself (DType reprs), so the reason follows the repr's closing "): ".
+    """
+    text = str(error)
+    head, sep, reason = text.partition("): ")
+    return reason if sep and head.startswith("invalid quant scheme") else text.split(": ", 1)[-1]
 
 
 # --- variant keywords, shared by #vllm.quant and #vllm.quant_variant ----------------------
@@ -274,3 +156,166 @@ class QuantVariantAttr(ParametrizedAttribute):
         with parser.in_angle_brackets():
             text = parse_variant_keywords(parser)
         return [StringAttr(text)]
+
+
+@irdl_attr_definition
+class QuantSchemeAttr(ParametrizedAttribute):
+    """Static or dynamic; per tensor, token or group; the per-group options."""
+
+    name = "vllm.quant"
+
+    mode: QuantModeAttr
+    granularity: QuantGranularityAttr
+    group_size: IntAttr
+    column_major_scales: IntAttr
+    use_ue8m0: IntAttr
+    group_eps: FloatData
+    variant: QuantVariantAttr
+
+    @staticmethod
+    def get(
+        *,
+        static: bool,
+        granularity: str,
+        group_size: int = 0,
+        column_major_scales: bool = False,
+        use_ue8m0: bool = False,
+        group_eps: float = DEFAULT_GROUP_EPS,
+        variant: QuantVariant = DEFAULT_VARIANT,
+    ) -> QuantSchemeAttr:
+        return QuantSchemeAttr(
+            QuantModeAttr(QuantMode.STATIC if static else QuantMode.DYNAMIC),
+            QuantGranularityAttr(QuantGranularity(granularity)),
+            IntAttr(group_size),
+            IntAttr(int(column_major_scales)),
+            IntAttr(int(use_ue8m0)),
+            FloatData(group_eps),
+            QuantVariantAttr.from_variant(variant),
+        )
+
+    @staticmethod
+    def from_scheme(scheme: QuantScheme) -> QuantSchemeAttr:
+        return QuantSchemeAttr.get(
+            static=scheme.static,
+            granularity=scheme.granularity,
+            group_size=scheme.group_size,
+            column_major_scales=scheme.column_major_scales,
+            use_ue8m0=scheme.use_ue8m0,
+            group_eps=scheme.group_eps,
+            variant=scheme.variant,
+        )
+
+    @property
+    def static(self) -> bool:
+        return self.mode.data == QuantMode.STATIC
+
+    def to_scheme(self, dtype: Any) -> QuantScheme:
+        """The full scheme, given the quant dtype (a torch dtype or a DType) of the result."""
+        return QuantScheme(
+            dtype=dtype,
+            static=self.static,
+            granularity=granularity_of(self.granularity.data.value),
+            group_size=self.group_size.data,
+            column_major_scales=bool(self.column_major_scales.data),
+            use_ue8m0=bool(self.use_ue8m0.data),
+            group_eps=self.group_eps.data,
+            variant=self.variant.to_variant(),
+        )
+
+    def verify(self) -> None:
+        from xdsl.utils.exceptions import VerifyException
+
+        # Mode and granularity are enums (any value is one). The dtype does not matter for these structural checks; int8 rules are checked
+        # against the result type by the op verifiers.
+        problem = _structural_problem(
+            self.static,
+            self.granularity.data.value,
+            self.group_size.data,
+            bool(self.column_major_scales.data),
+            bool(self.use_ue8m0.data),
+            self.group_eps.data,
+            self.variant.spelling.data,
+        )
+        if problem:
+            raise VerifyException(f"invalid quant scheme: {problem}")
+
+    def print_parameters(self, printer: Printer) -> None:
+        words = [self.mode.data.value, _KEYWORD_OF_GRANULARITY[self.granularity.data]]
+        if self.granularity.data == QuantGranularity.GROUP:
+            words.append(str(self.group_size.data))
+        if self.column_major_scales.data:
+            words.append("column_major")
+        if self.use_ue8m0.data:
+            words.append("ue8m0")
+        printer.print_string(f"<{' '.join(words)}")
+        if self.group_eps.data != DEFAULT_GROUP_EPS:
+            printer.print_string(" eps ")
+            printer.print_float(self.group_eps.data, Float64Type())
+        print_variant(printer, self.variant.to_variant(), leading_space=True)
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            mode = parser.expect(
+                lambda: (
+                    parser.parse_optional_keyword("static")
+                    or parser.parse_optional_keyword("dynamic")
+                ),
+                "expected 'static' or 'dynamic'",
+            )
+            keyword = parser.parse_identifier(" (per_tensor, per_token or per_group)")
+            if keyword not in _GRANULARITY_OF_KEYWORD:
+                parser.raise_error(f"expected per_tensor, per_token or per_group, got {keyword!r}")
+            granularity = _GRANULARITY_OF_KEYWORD[keyword]
+            group_size = parser.parse_integer() if granularity == QuantGranularity.GROUP else 0
+            column_major = use_ue8m0 = False
+            group_eps = DEFAULT_GROUP_EPS
+            while True:
+                if parser.parse_optional_keyword("column_major"):
+                    column_major = True
+                elif parser.parse_optional_keyword("ue8m0"):
+                    use_ue8m0 = True
+                elif parser.parse_optional_keyword("eps"):
+                    group_eps = parser.parse_float()
+                else:
+                    break
+            variant = parse_variant_keywords(parser)
+            params: list[Attribute] = [
+                QuantModeAttr(QuantMode(mode)),
+                QuantGranularityAttr(granularity),
+                IntAttr(group_size),
+                IntAttr(int(column_major)),
+                IntAttr(int(use_ue8m0)),
+                FloatData(group_eps),
+                QuantVariantAttr(StringAttr(variant)),
+            ]
+            problem = _structural_problem(
+                mode == "static", granularity.value, group_size, column_major, use_ue8m0, group_eps,
+                variant,
+            )
+            if problem:
+                parser.raise_error(f"invalid quant scheme: {problem}")
+        return params
+
+
+def _structural_problem(
+    static: bool, granularity: str, group_size: int, column_major: bool, use_ue8m0: bool,
+    group_eps: float = DEFAULT_GROUP_EPS, variant: str = "",
+) -> str | None:
+    """A scheme problem that holds whatever the quant dtype (fp8 is the permissive one)."""
+    fp8: Any = DType.F8E4M3FN  # QuantScheme reads a dtype by name: a DType needs no torch
+    try:
+        QuantScheme(
+            fp8,
+            static=static,
+            granularity=granularity_of(granularity),
+            group_size=group_size,
+            column_major_scales=column_major,
+            use_ue8m0=use_ue8m0,
+            group_eps=group_eps,
+            variant=parse_variant(variant),
+        )
+    except ValueError as e:
+        return scheme_problem(e)
+    return None

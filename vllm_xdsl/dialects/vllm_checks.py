@@ -7,7 +7,6 @@ Dimensions that are dynamic (`?`) are not checked against static ones.
 
 from __future__ import annotations
 
-import torch
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
@@ -20,12 +19,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.core.dtypes import ACTIVATION, DType
 from vllm_xdsl.core.scheme import QuantScheme
-from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
-from vllm_xdsl.ops.dtypes import to_torch
+from vllm_xdsl.dialects.element_types import dtype_of
 
-ACTIVATION_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-_DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+ACTIVATION_DTYPES: tuple[DType, ...] = ACTIVATION
 FP8_ELEMENT_TYPES = (Float8E4M3FNType, Float8E4M3FNUZType)
 
 
@@ -49,7 +47,7 @@ def activation(value: SSAValue, what: str = "x") -> TensorType:
     t = tensor_of(value, what)
     if t.get_num_dims() < 1:
         raise VerifyException(f"{what} must have rank >= 1 (hidden size last), got {t}")
-    dtype = _dtype(t.element_type)
+    dtype = dtype_of(t.element_type)
     if dtype not in ACTIVATION_DTYPES:
         raise VerifyException(
             f"{what} must have element type f16, bf16 or f32, got {t.element_type}"
@@ -115,7 +113,7 @@ def static_scale(value: SSAValue, what: str = "scale") -> None:
         raise VerifyException(f"{what} must be a float tensor of shape [1], got {t}")
 
 
-def quant_result(value: SSAValue, x: TensorType, allowed: str) -> torch.dtype:
+def quant_result(value: SSAValue, x: TensorType, allowed: str) -> DType:
     """A quantized result shaped like x; `allowed` is 'fp8', 'int8' or 'fp8 or int8'."""
     t = tensor_of(value, "q")
     same_shape(value, x, "q", None)
@@ -124,16 +122,18 @@ def quant_result(value: SSAValue, x: TensorType, allowed: str) -> torch.dtype:
     is_int8 = isinstance(et, IntegerType) and et.width.data == 8
     if not ((is_fp8 and "fp8" in allowed) or (is_int8 and "int8" in allowed)):
         raise VerifyException(f"quantized result q must be {allowed}, got element type {et}")
-    return torch_dtype(et)  # fp8 and int8 have one
+    dtype = dtype_of(et)
+    assert dtype is not None  # fp8 and int8 have one
+    return dtype
 
 
 def scales_result(value: SSAValue, x: TensorType, scheme: QuantScheme) -> None:
     """The dequant scales a dynamic scheme returns: [1], [T, 1] or [T, H / group_size], f32
     unless the variant rounds them to another scale dtype."""
     t = tensor_of(value, "scales")
-    want = to_torch(scheme.variant.scale_dtype)
-    if _dtype(t.element_type) != want:
-        raise VerifyException(f"scales must be {_DTYPE_NAMES[want]}, got {t.element_type}")
+    want = scheme.variant.scale_dtype
+    if dtype_of(t.element_type) != want:
+        raise VerifyException(f"scales must be {want.value}, got {t.element_type}")
     shape = t.get_shape()
     if scheme.granularity == "tensor":
         expected: tuple[int, ...] = (1,)
@@ -183,13 +183,6 @@ def _groups(x: TensorType, scheme: QuantScheme) -> int:
     group_size(x, scheme.group_size)
     h = hidden_size(x)
     return DYNAMIC_INDEX if h == DYNAMIC_INDEX else h // scheme.group_size
-
-
-def _dtype(element_type: Attribute) -> torch.dtype | None:
-    try:
-        return torch_dtype(element_type)
-    except UnsupportedDtypeError:
-        return None
 
 
 def _dim(d: int) -> str:

@@ -1,8 +1,9 @@
 """Import of `torch.ops.vllm_xdsl.<op>` calls as `vllm.<op>` ops.
 
-Torch arguments map by name onto the op's operands and properties (docs/OPS.md names):
-a float epsilon becomes the `epsilon` property, an epsilon that is a graph value becomes
-the `epsilon_value` operand; a fused op's scheme arguments become one `#vllm.quant<...>`.
+Torch arguments map by name onto the op's operands and properties (docs/OPS.md names)
+through the one IR <-> native binding (dialects/binding.py): a float epsilon becomes the
+`epsilon` property, an epsilon that is a graph value becomes the `epsilon_value` operand; a
+fused op's scheme arguments become one `#vllm.quant<...>`.
 A static fused op has no `scales` result in the IR: its torch `scales` output is a float32
 copy of the input scale, so uses of it are mapped onto the scale operand itself.
 """
@@ -15,31 +16,16 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import (
-    BoolAttr,
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IntAttr,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    UnitAttr,
-)
+from xdsl.dialects.builtin import Float32Type, IntAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import OptOperandDef, OptResultDef
 
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
-from vllm_xdsl.core.variant import parse_variant
+from vllm_xdsl.dialects.binding import BindingError, ir_operands, ir_properties
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
-from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr, QuantVariantAttr
 from vllm_xdsl.frontend.types import FrontendError, value_type
 
 NAMESPACE = "vllm_xdsl"
-_F64 = Float64Type()
-_I64 = IntegerType(64)
 
 
 def semantic_name(target: Any) -> str | None:
@@ -72,56 +58,8 @@ def bind(node: torch.fx.Node) -> dict[str, Any]:
     return bound
 
 
-def _literal(args: dict[str, Any], name: str, kind: type, node: torch.fx.Node) -> Any:
-    value = args[name]
-    if isinstance(value, torch.fx.Node):
-        raise FrontendError(f"node {node.name}: {name} must be a compile-time {kind.__name__}")
-    return value
-
-
-def _properties(name: str, args: dict[str, Any], node: torch.fx.Node) -> dict[str, Attribute]:
-    props: dict[str, Attribute] = {}
-    if "epsilon" in args and not isinstance(args["epsilon"], torch.fx.Node):
-        props["epsilon"] = FloatAttr(float(args["epsilon"]), _F64)
-    if args.get("variance_size") is not None:
-        props["variance_size"] = IntegerAttr(_literal(args, "variance_size", int, node), _I64)
-    if "rounded_sum" in args and _literal(args, "rounded_sum", bool, node):
-        props["rounded_sum"] = UnitAttr()
-    if name == "per_token_group_fp8_quant":
-        props["group_size"] = IntegerAttr(_literal(args, "group_size", int, node), _I64)
-        if _literal(args, "column_major_scales", bool, node):
-            props["column_major_scales"] = BoolAttr.from_bool(True)
-        if _literal(args, "use_ue8m0", bool, node):
-            props["use_ue8m0"] = BoolAttr.from_bool(True)
-        if _literal(args, "eps", float, node) != DEFAULT_GROUP_EPS:
-            props["eps"] = FloatAttr(float(args["eps"]), _F64)
-    variant = parse_variant(_literal(args, "variant", str, node)) if "variant" in args else None
-    if variant is not None and not variant.is_default and "granularity" not in args:
-        props["variant"] = QuantVariantAttr.from_variant(variant)
-    if "granularity" in args:
-        props["scheme"] = QuantSchemeAttr.get(
-            static=bool(_literal(args, "static", bool, node)),
-            granularity=_literal(args, "granularity", str, node),
-            group_size=int(_literal(args, "group_size", int, node)),
-            column_major_scales=bool(_literal(args, "column_major_scales", bool, node)),
-            use_ue8m0=bool(_literal(args, "use_ue8m0", bool, node)),
-            group_eps=float(_literal(args, "group_eps", float, node)),
-            variant=parse_variant(_literal(args, "variant", str, node)),
-        )
-    return props
-
-
-# Properties _properties builds from the torch arguments itself.
-_HANDLED = ("epsilon", "variance_size", "rounded_sum", "group_size", "column_major_scales",
-            "use_ue8m0", "eps", "variant", "scheme")
-
-
-def _scalar_attr(value: Any, node: torch.fx.Node, prop: str) -> Attribute:
-    if isinstance(value, float):
-        return FloatAttr(value, _F64)
-    if isinstance(value, str):
-        return StringAttr(value)
-    raise FrontendError(f"node {node.name}: property {prop} = {value!r} is not a float or str")
+def _is_value(arg: Any) -> bool:
+    return isinstance(arg, torch.fx.Node)
 
 
 def import_semantic(
@@ -134,23 +72,21 @@ def import_semantic(
     assert name is not None
     cls, outputs = OPS_BY_NAME[name], semantic_ops.ALL_OPS[name].outputs
     args = bind(node)
-    if isinstance(args.get("epsilon"), torch.fx.Node):
-        args["epsilon_value"] = args["epsilon"]
     definition = cls.get_irdl_definition()
     operands: list[SSAValue | list[SSAValue]] = []
+    arguments = ir_operands(cls, args, _is_value)
     for operand, odef in definition.operands:
-        value = args.get(operand)
+        value = arguments[operand]
         if isinstance(odef, OptOperandDef):
             operands.append([] if value is None else [value_of(value)])
         elif isinstance(value, torch.fx.Node):
             operands.append(value_of(value))
         else:
             raise FrontendError(f"node {node.name}: operand {operand} is {value!r}, not a value")
-    props = _properties(name, args, node)
-    for prop in definition.properties:
-        # A plain scalar property named as the native's parameter (gelu_and_mul_sparse).
-        if prop not in props and prop in args and prop not in _HANDLED:
-            props[prop] = _scalar_attr(_literal(args, prop, object, node), node, prop)
+    try:
+        props = ir_properties(cls, args, _is_value)
+    except BindingError as e:
+        raise FrontendError(f"node {node.name}: {e}") from None
     val = node.meta.get("val")
     vals = val if isinstance(val, (tuple, list)) else (val,)
     static = bool(args.get("static", False))

@@ -38,7 +38,7 @@ def run_call(op: CallOp, operands: list[Any]) -> list[Any]:
 def evaluate(function: func.FuncOp, *inputs: Any) -> list[Any]:
     """Run `function`'s body on `inputs`; returns the values of its func.return."""
     from vllm_xdsl import ops
-    from vllm_xdsl.transforms.dispatch_args import native_args
+    from vllm_xdsl.dialects.binding import native_args
 
     block = function.body.block
     env: dict[SSAValue, Any] = dict(zip(block.args, inputs, strict=True))

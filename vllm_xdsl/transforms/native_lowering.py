@@ -31,10 +31,10 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from vllm_xdsl.dialects.binding import native_args
 from vllm_xdsl.dialects.types import static_shape, tensor_type, torch_dtype
 from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import ALL_OPS
-from vllm_xdsl.transforms.dispatch_args import native_args
 from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder
 
 # Sizes given to `?` dims in the two traces: (token dims, last dim).

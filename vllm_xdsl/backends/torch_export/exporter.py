@@ -34,6 +34,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from vllm_xdsl.dialects.binding import native_args
 from vllm_xdsl.dialects.call_targets import HIGHER_ORDER, PYTHON, resolve_target
 from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
 from vllm_xdsl.dialects.vllm import NormOp, SemanticSignature
@@ -43,7 +44,7 @@ from .literals import ExportError, python_value
 from .meta import FakeRunner, value_signature
 from .reuse import SourceValues, existing_call
 from .runtime_eps import tensor_epsilon_op
-from .semantic import native_arguments, provider_of, result_indices, torch_overload
+from .semantic import provider_of, result_indices, torch_overload
 
 # Metadata worth keeping from the original node (val is handled separately).
 _KEPT_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
@@ -150,12 +151,9 @@ class Exporter:
         self.finish(op, node, list(op.outputs), is_tuple)
 
     def semantic(self, op: SemanticSignature) -> None:
-        epsilon: Any = op.epsilon_float() if isinstance(op, NormOp) else None
         eps_value = op.epsilon_value if isinstance(op, NormOp) else None
         runtime_tensor = eps_value is not None and isinstance(eps_value.type, TensorType)
-        if eps_value is not None:
-            epsilon = self.node(eps_value)
-        args = native_arguments(op, self.node, epsilon)
+        args = native_args(op, self.node)
         args.update(op.torch_extra_args())  # e.g. auto.*: its bucket table
         indices = result_indices(op)
         if runtime_tensor and provider_of(op) == "vllm":

@@ -20,6 +20,7 @@ The CPU build serves CPU tensors only (target `cpu`).
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import torch
@@ -35,23 +36,22 @@ BF16_TRUNCATES = ("vllm_c: vLLM's CPU _C kernels round f32 results to bf16 by tr
 KERNELS = ("rms_norm", "fused_add_rms_norm", "silu_and_mul", "gelu_and_mul",
            "gelu_tanh_and_mul", "static_scaled_int8_quant", "dynamic_scaled_int8_quant")
 
-_loaded: str | None | bool = False  # False: not tried; None: loaded; str: why not
+_load_result: list[str | None] = []  # empty: not tried; [None]: loaded; [why]: not
 
 
 def load() -> str | None:
     """Import vLLM's kernels once (vLLM picks the library for this CPU); why not, or None."""
-    global _loaded
-    if _loaded is False:
+    if not _load_result:
+        why: str | None
         try:
-            from vllm.platforms import current_platform
-
-            current_platform.import_kernels()
+            # Imported by name: vLLM ships no type information, and is optional here.
+            importlib.import_module("vllm.platforms").current_platform.import_kernels()
             missing = [k for k in KERNELS if not hasattr(torch.ops._C, k)]
-            _loaded = f"vllm_c: torch.ops._C lacks {', '.join(missing)}" if missing else None
+            why = f"vllm_c: torch.ops._C lacks {', '.join(missing)}" if missing else None
         except Exception as e:  # a vLLM that does not import: the provider is unavailable
-            _loaded = f"vllm_c: vLLM's kernels did not load: {type(e).__name__}: {e}"
-    assert _loaded is not False
-    return _loaded
+            why = f"vllm_c: vLLM's kernels did not load: {type(e).__name__}: {e}"
+        _load_result.append(why)
+    return _load_result[0]
 
 
 def supported(target: str | None = None) -> bool | str:
