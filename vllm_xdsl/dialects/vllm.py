@@ -61,6 +61,9 @@ from vllm_xdsl.dialects.vllm_attrs import (
     QuantModeAttr,
     QuantSchemeAttr,
     QuantVariantAttr,
+    RoundingDTypeAttr,
+    VariantFloorAttr,
+    VariantScalingAttr,
     scheme_problem,
 )
 
@@ -812,6 +815,7 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {op.SEMANTIC_NAME: op for op in VLLM_OPS}
 
-Vllm = Dialect(
-    "vllm", list(VLLM_OPS), [QuantSchemeAttr, QuantVariantAttr, QuantModeAttr, QuantGranularityAttr]
-)
+Vllm = Dialect("vllm", list(VLLM_OPS), [
+    QuantSchemeAttr, QuantVariantAttr, QuantModeAttr, QuantGranularityAttr, VariantScalingAttr,
+    VariantFloorAttr, RoundingDTypeAttr,
+])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from xdsl.dialects.builtin import Float64Type, FloatData, IntAttr, StringAttr
+from xdsl.dialects.builtin import Float64Type, FloatData, IntAttr
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
@@ -31,7 +31,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from vllm_xdsl.core.dtypes import DType
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, GRANULARITIES, QuantScheme, granularity_of
-from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant, parse_variant
+from vllm_xdsl.core.variant import DEFAULT_VARIANT, Floor, QuantVariant, Scaling, parse_variant
 
 
 class QuantMode(StrEnum):
@@ -123,28 +123,95 @@ def print_variant(printer: Printer, variant: QuantVariant, leading_space: bool) 
             printer.print_string(w)
 
 
+class VariantScaling(StrEnum):
+    """How the quotient is formed (QuantVariant.scaling; DEFAULT: what the op's row says)."""
+
+    DEFAULT = "default"
+    DIV = "div"
+    RECIP = "recip"
+
+
+class VariantFloor(StrEnum):
+    """The floor of dynamic scales (QuantVariant.floor)."""
+
+    NONE = "none"
+    MIN_SCALE = "min_scale"
+    ZERO_EPS = "zero_eps"
+
+
+class RoundingDType(StrEnum):
+    """A dtype a quotient or a scale is rounded to (core.dtypes.ROUNDING)."""
+
+    F32 = "f32"
+    BF16 = "bf16"
+    F16 = "f16"
+
+
+@irdl_attr_definition
+class VariantScalingAttr(EnumAttribute[VariantScaling]):
+    name = "vllm.variant_scaling"
+
+
+@irdl_attr_definition
+class VariantFloorAttr(EnumAttribute[VariantFloor]):
+    name = "vllm.variant_floor"
+
+
+@irdl_attr_definition
+class RoundingDTypeAttr(EnumAttribute[RoundingDType]):
+    name = "vllm.rounding_dtype"
+
+
+# The core's "" (the contract's value) is an explicit enum member in the IR.
+_SCALING_OF: dict[Scaling, VariantScaling] = {"": VariantScaling.DEFAULT, "div": VariantScaling.DIV,
+                                          "recip": VariantScaling.RECIP}
+_FLOOR_OF: dict[Floor, VariantFloor] = {"": VariantFloor.NONE, "min_scale": VariantFloor.MIN_SCALE,
+                                      "zero_eps": VariantFloor.ZERO_EPS}
+
+
 @irdl_attr_definition
 class QuantVariantAttr(ParametrizedAttribute):
-    """`#vllm.quant_variant<div quotient bf16>`: the variant of an unfused quant op."""
+    """`#vllm.quant_variant<div quotient bf16>`: the variant of an unfused quant op (and of a
+    `#vllm.quant` scheme), one typed parameter per QuantVariant field."""
 
     name = "vllm.quant_variant"
 
-    spelling: StringAttr
+    scaling: VariantScalingAttr
+    quotient_dtype: RoundingDTypeAttr
+    scale_dtype: RoundingDTypeAttr
+    floor: VariantFloorAttr
+    floor_eps: FloatData
+    scale_range: FloatData
 
     @staticmethod
     def from_variant(variant: QuantVariant) -> QuantVariantAttr:
-        return QuantVariantAttr(StringAttr(variant.spelling()))
+        return QuantVariantAttr(
+            VariantScalingAttr(_SCALING_OF[variant.scaling]),
+            RoundingDTypeAttr(RoundingDType(variant.quotient_dtype.value)),
+            RoundingDTypeAttr(RoundingDType(variant.scale_dtype.value)),
+            VariantFloorAttr(_FLOOR_OF[variant.floor]),
+            FloatData(variant.floor_eps),
+            FloatData(variant.scale_range),
+        )
 
     def to_variant(self) -> QuantVariant:
-        return parse_variant(self.spelling.data)
+        scaling = next(k for k, v in _SCALING_OF.items() if v == self.scaling.data)
+        floor = next(k for k, v in _FLOOR_OF.items() if v == self.floor.data)
+        return QuantVariant(
+            scaling,
+            DType(self.quotient_dtype.data.value),
+            DType(self.scale_dtype.data.value),
+            floor,
+            self.floor_eps.data,
+            self.scale_range.data,
+        )
 
     def verify(self) -> None:
         from xdsl.utils.exceptions import VerifyException
 
-        try:
-            parse_variant(self.spelling.data)
-        except ValueError as e:
-            raise VerifyException(str(e)) from None
+        problem = self.to_variant().problem()
+        if problem is not None:
+            raise VerifyException(f"invalid quant variant: {problem}")
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<")
@@ -155,7 +222,7 @@ class QuantVariantAttr(ParametrizedAttribute):
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
             text = parse_variant_keywords(parser)
-        return [StringAttr(text)]
+        return list(QuantVariantAttr.from_variant(parse_variant(text)).parameters)
 
 
 @irdl_attr_definition
@@ -234,7 +301,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
             bool(self.column_major_scales.data),
             bool(self.use_ue8m0.data),
             self.group_eps.data,
-            self.variant.spelling.data,
+            self.variant.to_variant().spelling(),
         )
         if problem:
             raise VerifyException(f"invalid quant scheme: {problem}")
@@ -288,7 +355,7 @@ class QuantSchemeAttr(ParametrizedAttribute):
                 IntAttr(int(column_major)),
                 IntAttr(int(use_ue8m0)),
                 FloatData(group_eps),
-                QuantVariantAttr(StringAttr(variant)),
+                QuantVariantAttr.from_variant(parse_variant(variant)),
             ]
             problem = _structural_problem(
                 mode == "static", granularity.value, group_size, column_major, use_ue8m0, group_eps,
