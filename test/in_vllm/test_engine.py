@@ -1,6 +1,6 @@
 """Our compiler inside vLLM's engine, through both ways in, on a tiny random Llama:
-`LLM.generate`'s greedy tokens equal plain vLLM's, and (once the importer carries vLLM's
-opaque values) no graph falls back and every norm, residual add and act-and-mul site is
+`LLM.generate`'s greedy tokens equal plain vLLM's, no graph falls back (the importer carries
+vLLM's opaque values through) and every norm, residual add and act-and-mul site is
 raised. Three engine starts in all (plain, the backend under mode 2, the post-grad pass in
 vLLM's default CPU config), each in a fresh process with empty caches (conftest.py)."""
 
@@ -18,15 +18,6 @@ from vllm_models_config import expected_sites  # noqa: E402
 MODEL = "llama"
 WAYS_IN = ("backend", "post_grad")
 TOKENS = 8  # run_engine's default: ignore_eos, so every prompt gets all of them
-
-# vLLM passes the attention layer's name into its graphs as an opaque script object, which
-# the importer rejects (FrontendError: no IR type for FakeScriptObject): every graph falls
-# back and runs unchanged. Strict: when the importer carries opaque values these pass and
-# the marks must go. `raises`: an engine that did not start is a failure, not this.
-FALLS_BACK = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="the importer rejects vLLM's FakeScriptObject placeholders: every graph falls back")
-
 
 def _run(vllm_engine: Any, way: str) -> dict[str, Any]:
     result: dict[str, Any] = vllm_engine(MODEL, way)
@@ -50,7 +41,6 @@ def test_tokens_equal_plain_vllm(vllm_engine: Any, way: str) -> None:
     assert ours["tokens"] == _run(vllm_engine, "plain")["tokens"]
 
 
-@FALLS_BACK
 @pytest.mark.parametrize("way", WAYS_IN)
 def test_no_graph_falls_back(vllm_engine: Any, way: str) -> None:
     ours = _run(vllm_engine, way)
@@ -58,7 +48,6 @@ def test_no_graph_falls_back(vllm_engine: Any, way: str) -> None:
     assert ours["fallbacks"] == 0 and ours["graphs"]
 
 
-@FALLS_BACK
 @pytest.mark.parametrize("way", WAYS_IN)
 def test_every_site_raised(vllm_engine: Any, way: str) -> None:
     """Each graph vLLM compiled is the whole model: every site of the model in it."""
