@@ -28,6 +28,10 @@ class DType(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __repr__(self) -> str:
+        # No ": " in it: messages that embed a scheme's repr are split at the first one.
+        return f"DType.{self.name}"
+
     @property
     def torch_name(self) -> str:
         """The attribute of `torch` that is this dtype (`torch.<torch_name>`)."""
