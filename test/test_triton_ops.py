@@ -29,9 +29,14 @@ def randn(*shape, dtype=BF16, seed=0):
     return torch.randn(*shape, generator=g).to(dtype).to(DEVICE)
 
 
+# The ops the Triton kernel family does not implement (yet): their natives run instead.
+TRITON_LACKS = {"gelu_and_mul_sparse"}
+TRITON_OPS = [name for name in ops.ALL_OPS if name not in TRITON_LACKS]
+
+
 def test_one_torch_op_per_semantic_op_with_the_native_schema():
-    assert set(TORCH_OPS) == set(ops.ALL_OPS)
-    for name in ops.ALL_OPS:
+    assert set(TORCH_OPS) == set(TRITON_OPS)
+    for name in TRITON_OPS:
         mine = torch_op(name)._schema
         native = getattr(torch.ops.vllm_xdsl, name).default._schema
         assert [a.name for a in mine.arguments] == [a.name for a in native.arguments]
@@ -114,7 +119,7 @@ def test_kernels_are_compiled_once_per_spec():
 
 def test_every_op_has_a_triton_impl():
     for name, op in ops.ALL_OPS.items():
-        assert "triton" in op.impls(), name
+        assert ("triton" in op.impls()) == (name not in TRITON_LACKS), name
 
 
 def test_dispatch_picks_triton_and_runs_it():
