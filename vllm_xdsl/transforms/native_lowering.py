@@ -71,7 +71,7 @@ class _Step:
 @dataclass(frozen=True)
 class _Recipe:
     steps: tuple[_Step, ...]
-    outputs: tuple[Any, ...]  # _Input | _Value, one per op result
+    outputs: dict[int, Any]  # _Input | _Value by the native's result index, those the op has
 
 
 _EPSILON = object()  # marks where the runtime epsilon operand goes
@@ -227,6 +227,10 @@ def _recipe(op: Operation) -> tuple[_Recipe, list[int]]:
             assert isinstance(source, torch.fx.Node)
             producer = where[source]
             where[a] = _Value(producer.step, int(index))
+        elif a.op == "call_function" and _is_identity_view(a, b):
+            source = a.args[0]
+            assert isinstance(source, torch.fx.Node)
+            where[a] = where[source]
         elif a.op == "call_function":
             target, args_a, kwargs_a = _target(a)
             _, args_b, kwargs_b = _target(b)
@@ -241,13 +245,77 @@ def _recipe(op: Operation) -> tuple[_Recipe, list[int]]:
             steps.append(_Step(target, args, kwargs, results))
         else:
             raise NativeNotTraceable(f"{op.name}: its native reads {a.op} {a.target}")
-    return _Recipe(tuple(steps), outputs), [op.operands.index(v) for v in operands]
+    used = {i: outputs[i] for i in _result_indices(op)}
+    return _prune(steps, used), [op.operands.index(v) for v in operands]
+
+
+def _is_identity_view(a: torch.fx.Node, b: torch.fx.Node) -> bool:
+    """A view to its source's own shape in both traces (a native's `.view(x.shape)` at
+    the end): the source itself, in a graph where nothing is mutated."""
+    if a.target not in (torch.ops.aten.view.default, torch.ops.aten.reshape.default,
+                        torch.ops.aten._unsafe_view.default):
+        return False
+    return all(isinstance(n.args[0], torch.fx.Node)
+               and _vals(n)[0].shape == _vals(n.args[0])[0].shape for n in (a, b))
+
+
+def _prune(steps: list[_Step], used: dict[int, Any]) -> _Recipe:
+    """The recipe computing only the native results the IR op has (`used`, by the
+    native's result index): a repeated step computed once, a step nothing reads dropped
+    (a static quant's native returns a copy of its scale, which its IR op does not)."""
+    # One step per distinct (target, arguments): every step is a functional aten op.
+    same: dict[int, int] = {}
+    first: dict[str, int] = {}
+
+    def canon(r: Any) -> Any:
+        if isinstance(r, _Value):
+            return _Value(same[r.step], r.result)
+        if isinstance(r, list):
+            return [canon(x) for x in r]
+        return r
+
+    for i, step in enumerate(steps):
+        step = _Step(step.target, tuple(canon(a) for a in step.args),
+                     tuple((k, canon(v)) for k, v in step.kwargs), step.results)
+        steps[i] = step
+        same[i] = first.setdefault(repr((step.target, step.args, step.kwargs)), i)
+    outputs = {i: canon(r) for i, r in used.items()}
+
+    live: set[int] = set()
+
+    def mark(r: Any) -> None:
+        if isinstance(r, _Value) and r.step not in live:
+            live.add(r.step)
+            for a in (*steps[r.step].args, *(v for _, v in steps[r.step].kwargs)):
+                mark(a)
+        elif isinstance(r, list):
+            for x in r:
+                mark(x)
+
+    for r in outputs.values():
+        mark(r)
+    order = sorted(live)
+    renumber = {old: new for new, old in enumerate(order)}
+
+    def moved(r: Any) -> Any:
+        if isinstance(r, _Value):
+            return _Value(renumber[r.step], r.result)
+        if isinstance(r, list):
+            return [moved(x) for x in r]
+        return r
+
+    kept = tuple(_Step(steps[i].target, tuple(moved(a) for a in steps[i].args),
+                       tuple((k, moved(v)) for k, v in steps[i].kwargs), steps[i].results)
+                 for i in order)
+    return _Recipe(kept, {i: moved(r) for i, r in outputs.items()})
 
 
 def _key(op: Operation) -> tuple[Any, ...]:
-    return (op.name, tuple(sorted((k, str(v)) for k, v in op.properties.items())),
-            tuple(str(v.type) for v in op.operands),
-            tuple(r.type for r in op.results))
+    """What a recipe depends on; attributes compare as values (printing them would put
+    IR text on the compile path)."""
+    return (op.name, tuple(sorted(op.properties.items(), key=lambda kv: kv[0])),
+            tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+            tuple(_result_indices(op)))
 
 
 # Recipes by _key: a model repeats the same few ops (one per layer) with the same types.
@@ -307,7 +375,6 @@ def decompose(op: Operation) -> tuple[list[Operation], list[SSAValue]]:
         b.call(step.target, *(value(a) for a in step.args),
                kwargs={k: value(v) for k, v in step.kwargs} or None, results=step.results)
         produced.append(b.ops[-1].results)
-    outputs = [value(r) for r in recipe.outputs]
-    values = [outputs[i] for i in _result_indices(op)]
+    values = [value(recipe.outputs[i]) for i in _result_indices(op)]
     return b.ops, values
 
