@@ -76,11 +76,12 @@ func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
 // CPU-NEXT:    %ro = torch.call "prims::convert_element_type.default"(%o_t_2) [#torch.operand<0>, #torch.dtype<bf16>]
 // CPU-NEXT:    %o_t_3 = torch.call "aten::pow.Tensor_Scalar"(%o_t_2)
 // The natives' own ops (the lowering is traced from them, native_lowering.py): the two
-// halves of one [T, 2, d] view, and shape-free views, so an unknown size lowers as well.
-// CPU:         %m_t = torch.call "aten::view.default"(%g) [#torch.operand<0>, [-1 : i64, 2 : i64, 4096 : i64]] : (tensor<?x8192xbf16>) -> tensor<?x2x4096xbf16>
-// CPU-NEXT:    %m_t_1, %m_t_2 = torch.call "aten::unbind.int"(%m_t) [#torch.operand<0>, -2 : i64]
-// CPU-NEXT:    %m_t_3 = torch.call "aten::silu.default"(%m_t_1)
-// CPU-NEXT:    %m = torch.call "aten::mul.Tensor"(%m_t_3, %m_t_2)
+// halves as the slices models write, and shape-free views, so an unknown token count
+// lowers as well.
+// CPU:         %m_t = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, 1 : i64, 0 : i64, 4096 : i64] : (tensor<?x8192xbf16>) -> tensor<?x4096xbf16>
+// CPU-NEXT:    %m_t_1 = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, 1 : i64, 4096 : i64, 9223372036854775807 : i64] : (tensor<?x8192xbf16>) -> tensor<?x4096xbf16>
+// CPU-NEXT:    %m_t_2 = torch.call "aten::silu.default"(%m_t)
+// CPU-NEXT:    %m = torch.call "aten::mul.Tensor"(%m_t_2, %m_t_1)
 // Per-group: [T, G, group], absmax per group, scales [T, G].
 // CPU:         torch.call "aten::view.default"(%{{.*}}) [#torch.operand<0>, [-1 : i64, 42 : i64, 96 : i64]] : (tensor<?x4032xf32>) -> tensor<?x42x96xf32>
 // CPU:         %gq = torch.call "aten::view.default"
@@ -93,7 +94,7 @@ func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
 // PRIO-NEXT:    %y = triton.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.000000e-05 : f64, block_size = 4096 : i64, num_warps = 8 : i64}
 // PRIO-NEXT:    %q = cuda.rms_norm_quant
 // PRIO:         %o, %ro = cuda.fused_add_rms_norm
-// PRIO-NEXT:    %m_t = torch.call "aten::view.default"(%g)
+// PRIO-NEXT:    %m_t = torch.call "aten::slice.Tensor"(%g)
 // PRIO:         %m = torch.call "aten::mul.Tensor"
 // PRIO-NEXT:    %gq, %gs = cuda.per_token_group_fp8_quant
 

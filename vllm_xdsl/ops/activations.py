@@ -56,10 +56,10 @@ def gate_and_up(op: str, x: Tensor, up: Tensor | None) -> tuple[Tensor, Tensor]:
         d = h // 2
         if x.dim() == 0 or h != 2 * d:
             raise ValueError(f"{op}: last dimension {h if x.dim() else 0} is not even")
-        # The two halves as views of one [..., 2, d] split: shape-polymorphic (no d in the
-        # ops), so the native lowering traced from this function works for an unknown h.
-        gate, up = x.unflatten(-1, (2, -1)).unbind(-2)
-        return gate, up
+        # Two slices, as models write it (their fake values are reused at export, where a
+        # [..., 2, d] view and its unbind cost ~3 ms of symbolic shape work per layer);
+        # for an unknown h the native lowering cannot spell `d`, and keeps the op.
+        return x[..., :d], x[..., d:]
     if up.shape != x.shape or up.dtype != x.dtype:
         raise ValueError(
             f"{op}: up {tuple(up.shape)} {up.dtype} must have the shape and dtype of "
