@@ -44,7 +44,7 @@ from vllm_xdsl.dialects.vllm import (
 )
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_build import Epsilon, build_norm, cast_op, epsilon_of
-from vllm_xdsl.transforms.raise_route import RoutedPattern
+from vllm_xdsl.transforms.raise_route import RoutedPattern, erase_if_dead
 
 F32 = torch.float32
 
@@ -229,6 +229,8 @@ class RaiseNormCastBack(RoutedPattern):
                 rewriter.replace_uses_with_if(
                     rounded, new.results[1], lambda u: m.is_before(new, u.operation)
                 )
+                erase_if_dead(rounded, rewriter)
+        erase_if_dead(s, rewriter)
 
 
 @dataclass
@@ -257,6 +259,7 @@ class RaiseFusedAdd(RoutedPattern):
         rewriter.replace_uses_with_if(
             s, new.results[1], lambda use: m.is_before(new, use.operation)
         )
+        erase_if_dead(s, rewriter)
 
 
 NORM_PATTERNS = (RaiseRmsNormCore, RaiseNormWeight, RaiseNormCastBack, RaiseFusedAdd)
