@@ -35,7 +35,8 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
                {"sliding_window": 256, "tie_word_embeddings": True}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
                {"sliding_window": 256, "tie_word_embeddings": True}),
-    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
+    # Phi3Config's pad token (32000) lies outside the tiny vocabulary.
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),
     "mixtral": (
         "MixtralConfig",
         "MixtralForCausalLM",
