@@ -259,6 +259,20 @@ def _is_identity_view(a: torch.fx.Node, b: torch.fx.Node) -> bool:
                and _vals(n)[0].shape == _vals(n.args[0])[0].shape for n in (a, b))
 
 
+def _renumbered(r: Any, steps: dict[int, int]) -> Any:
+    """`r` (an argument or output) with each step it reads renumbered by `steps`."""
+    if isinstance(r, _Value):
+        return _Value(steps[r.step], r.result)
+    if isinstance(r, list):
+        return [_renumbered(x, steps) for x in r]
+    return r
+
+
+def _step_renumbered(step: _Step, steps: dict[int, int]) -> _Step:
+    return _Step(step.target, tuple(_renumbered(a, steps) for a in step.args),
+                 tuple((k, _renumbered(v, steps)) for k, v in step.kwargs), step.results)
+
+
 def _prune(steps: list[_Step], used: dict[int, Any]) -> _Recipe:
     """The recipe computing only the native results the IR op has (`used`, by the
     native's result index): a repeated step computed once, a step nothing reads dropped
@@ -266,20 +280,10 @@ def _prune(steps: list[_Step], used: dict[int, Any]) -> _Recipe:
     # One step per distinct (target, arguments): every step is a functional aten op.
     same: dict[int, int] = {}
     first: dict[str, int] = {}
-
-    def canon(r: Any) -> Any:
-        if isinstance(r, _Value):
-            return _Value(same[r.step], r.result)
-        if isinstance(r, list):
-            return [canon(x) for x in r]
-        return r
-
     for i, step in enumerate(steps):
-        step = _Step(step.target, tuple(canon(a) for a in step.args),
-                     tuple((k, canon(v)) for k, v in step.kwargs), step.results)
-        steps[i] = step
+        steps[i] = step = _step_renumbered(step, same)
         same[i] = first.setdefault(repr((step.target, step.args, step.kwargs)), i)
-    outputs = {i: canon(r) for i, r in used.items()}
+    outputs = {i: _renumbered(r, same) for i, r in used.items()}
 
     live: set[int] = set()
 
@@ -295,19 +299,9 @@ def _prune(steps: list[_Step], used: dict[int, Any]) -> _Recipe:
     for r in outputs.values():
         mark(r)
     order = sorted(live)
-    renumber = {old: new for new, old in enumerate(order)}
-
-    def moved(r: Any) -> Any:
-        if isinstance(r, _Value):
-            return _Value(renumber[r.step], r.result)
-        if isinstance(r, list):
-            return [moved(x) for x in r]
-        return r
-
-    kept = tuple(_Step(steps[i].target, tuple(moved(a) for a in steps[i].args),
-                       tuple((k, moved(v)) for k, v in steps[i].kwargs), steps[i].results)
-                 for i in order)
-    return _Recipe(kept, {i: moved(r) for i, r in outputs.items()})
+    kept = {old: new for new, old in enumerate(order)}
+    return _Recipe(tuple(_step_renumbered(steps[i], kept) for i in order),
+                   {i: _renumbered(r, kept) for i, r in outputs.items()})
 
 
 def _key(op: Operation) -> tuple[Any, ...]:
