@@ -5,7 +5,10 @@ Each variant starts its engine in its own child process with empty compile cache
 variants interleaved over the rounds so machine load hits them alike. Measured per start:
 engine start-up (LLM construction), prefill step (a prompt of N tokens, max_tokens=1) and
 decode step ((t(M) - t(1)) / (M - 1) over M greedy tokens), plus the generated tokens,
-which must equal plain vLLM's.
+which must equal plain vLLM's. Within a start each step time is the best of --reps
+repetitions: other work on a shared machine only ever slows a step down (vLLM serves
+with one torch thread, so one other busy process on 2 cores can double every step of a
+start). Across starts the table shows the median.
 
     /work/venv-vllm/bin/python bench/vllm_side_by_side.py --models llama --rounds 2
 """
@@ -51,7 +54,7 @@ def _timed(llm: Any, prompt: list[int], max_tokens: int, reps: int) -> tuple[flo
         out = llm.generate([TokensPrompt(prompt_token_ids=prompt)], params, use_tqdm=False)
         times.append(time.perf_counter() - t0)
         tokens = list(out[0].outputs[0].token_ids)
-    return statistics.median(times), tokens
+    return min(times), tokens
 
 
 def child(args: argparse.Namespace) -> None:
@@ -138,7 +141,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--prefill-tokens", type=int, default=128)
     parser.add_argument("--decode-tokens", type=int, default=32)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--timeout", type=int, default=900)
     parser.add_argument("--ckpt-dir", default=str(Path(tempfile.gettempdir()) / "vllm-bench-ckpt"))
     parser.add_argument("--log-dir", help="keep each engine start's output here")
