@@ -46,3 +46,33 @@ def test_repeated_ops_share_one_fake_run_with_the_same_metadata(monkeypatch):
     monkeypatch.setattr(meta, "_memo_key", lambda *args: None)  # every op runs on fakes
     plain = _export_signatures(gm)
     assert [s[:2] for s in memoized] == [s[:2] for s in plain]
+
+
+def _hf_norm_then_add(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return (w * h.to(x.dtype)) + 1.0
+
+
+def test_exported_nodes_keep_or_get_their_provenance():
+    """Inductor names kernels after `original_aten` and lists `from_node` as source nodes:
+    a node kept from the input keeps both, a node the native lowering created gets its
+    own aten op (what AOTAutograd gives every node it traces)."""
+    from vllm_xdsl.compile import transform
+    from vllm_xdsl.pipeline_options import PipelineOptions
+
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    gm = capture(_hf_norm_then_add, x, torch.randn(64, dtype=torch.bfloat16))
+    source_add = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.add.Tensor
+                      and n.args[1] == 1.0)
+    assert "from_node" in source_add.meta  # AOTAutograd's, to be carried over
+    out = transform(gm, PipelineOptions(target="cpu"))
+    calls = [n for n in out.graph.nodes if n.op == "call_function"
+             and isinstance(n.target, torch._ops.OpOverload)]
+    assert torch.ops.aten.rsqrt.default in {n.target for n in calls}  # the lowered norm
+    assert all(n.meta.get("original_aten") is not None for n in calls)
+    rsqrt = next(n for n in calls if n.target is torch.ops.aten.rsqrt.default)
+    assert rsqrt.meta["original_aten"] is torch.ops.aten.rsqrt.default
+    kept = next(n for n in calls if n.target is torch.ops.aten.add.Tensor and n.args[1] == 1.0)
+    assert kept.meta["from_node"] is source_add.meta["from_node"]
+    assert kept.meta["original_aten"] is source_add.meta["original_aten"]

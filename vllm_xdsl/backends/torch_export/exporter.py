@@ -46,8 +46,10 @@ from .reuse import SourceValues, existing_call
 from .runtime_eps import tensor_epsilon_op
 from .semantic import provider_of, result_indices, torch_overload
 
-# Metadata worth keeping from the original node (val is handled separately).
-_KEPT_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
+# Metadata worth keeping from the original node (val is handled separately). Inductor
+# names its kernels after `original_aten` and lists `from_node` as their source nodes.
+_KEPT_META = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr",
+              "from_node")
 
 
 def _returns_tuple(target: Any, op: CallOp) -> bool:
@@ -92,6 +94,7 @@ class Exporter:
             self.nodes[arg] = node
         for op in block.ops:
             self.op(op)
+        _name_aten_origins(self.graph)
         root = self.owner if self.owner is not None else torch.nn.Module()
         # Lazy where torch compiles lazily (under torch.compile, unless the user turned it
         # off): the Python code is generated when first needed. Inductor never runs it and
@@ -192,6 +195,16 @@ class Exporter:
                 item = self.graph.call_function(operator.getitem, (node, index))
                 self.fake.run(item)
                 self.nodes[value] = item
+
+
+def _name_aten_origins(graph: torch.fx.Graph) -> None:
+    """Give each aten node a pass created its own op as `original_aten`, as AOTAutograd
+    gives every node it traces: without it Inductor names the kernels of a lowered norm
+    `cpp_fused_6` instead of `..._mean_mul_pow_rsqrt_...` and lists no ATen ops for them."""
+    for node in graph.nodes:
+        if (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+                and node.meta.get("original_aten") is None):
+            node.meta["original_aten"] = node.target
 
 
 def _outputs(op: SemanticSignature) -> tuple[str, ...]:
