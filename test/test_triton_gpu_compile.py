@@ -51,7 +51,7 @@ def compile_all() -> int:
     failures = 0
     for op in ops.ALL_OPS:
         if "triton" not in ops.ALL_OPS[op].impls():
-            continue  # an op the Triton family does not implement (test_triton_ops.TRITON_LACKS)
+            continue  # an op the Triton family does not implement (none today)
         # The cases the Triton provider takes on a GPU (verify skips the others for it).
         triton = next(i for i in ops.registry.implementations(op, "triton"))
         grid = [c for c in cases(op, False, "cpu")

@@ -29,9 +29,7 @@ def randn(*shape, dtype=BF16, seed=0):
     return torch.randn(*shape, generator=g).to(dtype).to(DEVICE)
 
 
-# The ops the Triton kernel family does not implement (yet): their natives run instead.
-TRITON_LACKS = {"gelu_and_mul_sparse"}
-TRITON_OPS = [name for name in ops.ALL_OPS if name not in TRITON_LACKS]
+TRITON_OPS = list(ops.ALL_OPS)  # the Triton kernel family implements every op
 
 
 def test_one_torch_op_per_semantic_op_with_the_native_schema():
@@ -119,7 +117,7 @@ def test_kernels_are_compiled_once_per_spec():
 
 def test_every_op_has_a_triton_impl():
     for name, op in ops.ALL_OPS.items():
-        assert ("triton" in op.impls()) == (name not in TRITON_LACKS), name
+        assert "triton" in op.impls(), name
 
 
 def test_dispatch_picks_triton_and_runs_it():

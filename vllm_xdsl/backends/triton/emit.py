@@ -37,6 +37,8 @@ def describe(spec: KernelSpec) -> list[str]:
         lines.append("rounded_sum = True (the norm reads x + residual rounded to dtype)")
     if spec.hw_casts:
         lines.append("hw_casts = True (bf16 / e4m3fn rounding by the GPU's conversions)")
+    if spec.approximate is not None:
+        lines.append(f"approximate = {spec.approximate}")
     if spec.template == "norm":
         return lines
     return [ln for ln in lines if not ln.startswith(("weight_dtype", "epsilon", "variance"))]

@@ -3,17 +3,18 @@
 The op's attributes map one to one onto the spec (see spec.py): op name, the element
 types of x / weight, the epsilon property (absent: a runtime operand), variance_size, the
 quant scheme (scheme attribute or op kind, plus the q element type), the presence of
-scale_ub, the rounded_sum variant, and the optional block_size / num_warps properties
-(defaults from the row).
+scale_ub, the rounded_sum variant, gelu_and_mul_sparse's approximate property (absent:
+"none"), and the optional block_size / num_warps properties (defaults from the row).
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.backends.triton.emit import emit_source
 from vllm_xdsl.backends.triton.spec import (
+    SPARSE_ACT_OPS,
     KernelSpec,
     default_block_size,
     default_num_warps,
@@ -56,6 +57,10 @@ def spec_of_op(op: Operation) -> KernelSpec:
             f"{op.name}: block_size {block} is smaller than a row ({width} columns);"
             " this kernel reduces over the row in one block"
         )
+    approximate = None
+    if name in SPARSE_ACT_OPS:
+        attr = op.properties.get("approximate")
+        approximate = attr.data if isinstance(attr, StringAttr) else "none"
     weight_type = None if weight is None else weight.type
     assert weight_type is None or isinstance(weight_type, TensorType)  # the verifier
     return KernelSpec(
@@ -71,6 +76,7 @@ def spec_of_op(op: Operation) -> KernelSpec:
         num_warps=_int_prop(op, "num_warps") or default_num_warps(block),
         zero_point=_zero_point_kind(getattr(op, "zero_point", None), scheme, width),
         rounded_sum=has_rounded_sum(op),
+        approximate=approximate,
     )
 
 

@@ -152,6 +152,12 @@ def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
     return L.act("gelu_tanh_and_mul", x, up)[0]
 
 
+def gelu_and_mul_sparse(
+    x: Tensor, std_multiplier: float, approximate: str = "none", up: Tensor | None = None
+) -> Tensor:
+    return L.sparse_act("gelu_and_mul_sparse", x, std_multiplier, approximate, up)
+
+
 def rms_norm_quant(
     x: Tensor,
     weight: Tensor | None,
@@ -284,6 +290,7 @@ FUNCTIONS = {
         "silu_and_mul",
         "gelu_and_mul",
         "gelu_tanh_and_mul",
+        "gelu_and_mul_sparse",
         "rms_norm_quant",
         "fused_add_rms_norm_quant",
         "silu_and_mul_quant",

@@ -19,7 +19,12 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
-from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
+from vllm_xdsl.backends.triton.spec import (
+    KernelSpec,
+    default_block_size,
+    default_num_warps,
+    next_pow2,
+)
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
@@ -413,6 +418,34 @@ def act(
         scales.copy_(scale.to(_F32).reshape(1))
     _launch(spec, tokens, *args, d)
     return out, scales
+
+
+def sparse_act(
+    op: str, x: Tensor, std_multiplier: float, approximate: str, up: Tensor | None = None
+) -> Tensor:
+    """gelu_and_mul_sparse: one program per row (the row's mean and std first)."""
+    if approximate not in ("none", "tanh"):  # the native's check and message
+        raise ValueError(f"{op}: approximate must be 'none' or 'tanh', not {approximate!r}")
+    gate, up_ = gate_and_up(op, x, up)
+    x2 = _rows(x)
+    tokens, d = x2.shape[0], gate.shape[-1]
+    spec = _sparse_spec(op, x.dtype, next_pow2(d), uses_hw_casts(x.device), up is not None,
+                        approximate)
+    out = torch.empty(gate.shape, dtype=x.dtype, device=x.device)
+    args: list = [x2, x2.stride(0)]
+    if up is not None:
+        u2 = _rows(up_)
+        args += [u2, u2.stride(0)]
+    args += [out, d, float(std_multiplier), d]
+    _launch(spec, tokens, *args)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _sparse_spec(op: str, dtype: torch.dtype, block: int, hw: bool, has_up: bool,
+                 approximate: str) -> KernelSpec:
+    return KernelSpec(op, dtype, block_size=block, num_warps=default_num_warps(block),
+                      hw_casts=hw, has_up=has_up, approximate=approximate)
 
 
 def fused_scheme(

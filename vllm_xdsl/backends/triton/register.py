@@ -13,6 +13,7 @@ from typing import Any
 
 from vllm_xdsl.backends.triton.spec import (
     ACT_DTYPES,
+    SPARSE_ACT_OPS,
     default_block_size,
     default_num_warps,
     variant_fields,
@@ -102,7 +103,8 @@ def supports_args(op: str, **args: Any) -> bool | str:
     problem = (_device_problem(metas)
                or variant_problem_beyond(args, "triton", variant_fields(op, args)))
     x = args["x"]
-    halves = activation_of(op) is not None and args.get("up") is None  # x = [gate | up]
+    act_and_mul = activation_of(op) is not None or op in SPARSE_ACT_OPS
+    halves = act_and_mul and args.get("up") is None  # x = [gate | up]
     problem = problem or _row_problem(x, "x", 2 if halves else 1, _tiled(op, args))
     up = args.get("up")
     if problem is None and up is not None and (up.dtype != x.dtype or not _agree(up, x)):

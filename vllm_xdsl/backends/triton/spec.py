@@ -22,6 +22,8 @@ A spec is plain, frozen, hashable data. It is the cache key of compiled kernels,
 |                 | group schemes): a zero point               |                                    |
 | `rounded_sum`   | fused add: the norm reads x + residual     | `rounded_sum` unit property        |
 |                 | rounded to dtype (else the f32 sum)        |                                    |
+| `approximate`   | gelu_and_mul_sparse's GELU: "none" (erf)   | `approximate` property             |
+|                 | or "tanh"; None for every other op         | (absent = "none")                  |
 
 The hidden size and the token count are runtime arguments (masking, dynamic grid), so one
 kernel serves every shape whose row fits in `block_size`.
@@ -42,6 +44,8 @@ from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
 # The act-and-mul family (ops/activations.py), plain and fused with a quant.
 ACT_OPS = (*ACTIVATIONS, *FUSED_ACT_OPS)
+# Act-and-mul ops whose gate is first sparsified by statistics of its row (one block a row).
+SPARSE_ACT_OPS = ("gelu_and_mul_sparse",)
 # The unfused quant ops, with what their scheme must look like: (dtypes, static, granularity).
 QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
     "static_scaled_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), True, "tensor"),
@@ -56,7 +60,7 @@ QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
     "dynamic_per_token_scaled_int8_quant": ((torch.int8,), False, "token"),
 }
 FUSED_QUANT_OPS = ("rms_norm_quant", "fused_add_rms_norm_quant", *FUSED_ACT_OPS)
-ALL_OPS = (*NORM_OPS, *QUANT_OPS, *ACT_OPS)
+ALL_OPS = (*NORM_OPS, *QUANT_OPS, *ACT_OPS, *SPARSE_ACT_OPS)
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -99,13 +103,16 @@ def default_block_size(op: str, scheme: QuantScheme | None, width: int) -> int:
 
 
 def template_of(op: str) -> str:
-    """The template family of an op: "norm", "quant" or "act" (act-and-mul)."""
+    """The template family of an op: "norm", "quant", "act" (act-and-mul) or
+    "sparse_act" (gelu_and_mul_sparse)."""
     if op in NORM_OPS:
         return "norm"
     if op in QUANT_OPS:
         return "quant"
     if op in ACT_OPS:
         return "act"
+    if op in SPARSE_ACT_OPS:
+        return "sparse_act"
     raise ValueError(f"no Triton template for op {op!r} (known: {', '.join(ALL_OPS)})")
 
 
@@ -126,6 +133,7 @@ class KernelSpec:
     has_up: bool = False
     zero_point: str | None = None
     rounded_sum: bool = False
+    approximate: str | None = None
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -179,8 +187,12 @@ class KernelSpec:
         if s is not None and self.op in FUSED_QUANT_OPS and not s.static:
             if s.granularity == "tensor":
                 return "dynamic per-tensor quant needs a global reduction; it is unfused only"
-        if self.has_up and family != "act":
+        if self.has_up and family not in ("act", "sparse_act"):
             return "a separate up operand belongs to the act-and-mul ops"
+        if (family == "sparse_act") != (self.approximate is not None):
+            return "approximate belongs to gelu_and_mul_sparse, which needs it"
+        if self.approximate not in (None, "none", "tanh"):
+            return f"approximate must be 'none' or 'tanh', not {self.approximate!r}"
         zp = self.zero_point
         if zp not in (None, "tensor", "token", "group") or (zp is not None and s is None) or (
                 zp == "group" and (s is None or s.granularity != "group")):
@@ -211,6 +223,8 @@ class KernelSpec:
             parts.append("ub")
         if self.has_up:
             parts.append("up")
+        if self.approximate == "tanh":
+            parts.append("tanh")
         parts += [f"b{self.block_size}", f"nw{self.num_warps}"]
         if self.hw_casts:
             parts.append("hw")

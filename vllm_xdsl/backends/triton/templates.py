@@ -1,4 +1,4 @@
-"""The three kernel templates: norm (+add, +quant), quant, act-and-mul (+quant).
+"""The kernel templates: norm (+add, +quant), quant, act-and-mul (+quant), sparse act-and-mul.
 
 Each template writes the source of one kernel for a KernelSpec, keeping only the code the
 spec needs. Every kernel runs one program per row (a dynamic token count is the grid),
@@ -216,4 +216,40 @@ def act_kernel(spec: KernelSpec) -> list[KernelText]:
     return [k]
 
 
-TEMPLATES = {"norm": norm_kernel, "quant": quant_kernel, "act": act_kernel}
+def sparse_act_kernel(spec: KernelSpec) -> list[KernelText]:
+    """gelu_and_mul_sparse: the gate sparsified by its row's mean and population std, then
+    gelu(gate) * up, rounding where torch does (OPS.md): mean and std reduce in f32 and
+    round once; std * std_multiplier, the cutoff, the difference, the GELU and the product
+    each round to the dtype. A cutoff kept in f32 would move gate values across it."""
+    assert spec.approximate is not None
+    k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
+    if spec.has_up:
+        k.params += ["up_ptr", "up_row_stride"]
+    k.params += ["out_ptr", "out_row_stride", "std_multiplier", "D", "BLOCK: tl.constexpr"]
+    up = _load("up_ptr", "up_row_stride") if spec.has_up else _load("x_ptr", "x_row_stride", "D + ")
+    what, expr = ACTIVATION_EXPRS["gelu" if spec.approximate == "none" else "gelu_tanh"]
+    dt, hw = spec.dtype, spec.hw_casts
+    k.add(
+        *_PROLOGUE,
+        "mask = cols < D",
+        "a = " + _load("x_ptr", "x_row_stride"),
+        "b = " + up,
+        "mean = tl.div_rn(tl.sum(a, axis=0), D * 1.0)",
+        "dev = tl.where(mask, a - mean, 0.0)",
+        "std = tl.sqrt_rn(tl.div_rn(tl.sum(dev * dev, axis=0), D * 1.0))",
+        f"# cutoff = mean + std * std_multiplier, each step rounded to {dt}",
+        "cutoff = " + round_to(round_to("mean", dt, hw) + " + "
+                               + round_to(round_to("std", dt, hw) + " * std_multiplier", dt, hw),
+                               dt, hw),
+        f"a = {round_to('a - cutoff', dt, hw)}",
+        "a = tl.where(a < 0.0, 0.0, a)  # relu, NaN kept",
+        f"# {what}; it and the product are each rounded to {dt}, as torch computes them.",
+        "y = " + round_to(expr, dt, hw),
+        "y = " + round_to("y * b", dt, hw),
+        _store("out_ptr", "out_row_stride", "y", dt),
+    )
+    return [k]
+
+
+TEMPLATES = {"norm": norm_kernel, "quant": quant_kernel, "act": act_kernel,
+             "sparse_act": sparse_act_kernel}
