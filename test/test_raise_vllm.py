@@ -18,6 +18,7 @@ from vllm_xdsl.backends.torch_export import export_module
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.frontend import capture, import_graph
 from vllm_xdsl.frontend.capture import aot_backend
+from vllm_xdsl.ops.tolerance import assert_close_contract
 from vllm_xdsl.pipeline import PipelineOptions, run_pipeline, semantic_counts
 from vllm_xdsl.transforms.raise_native import RaiseNativePass
 
@@ -80,11 +81,15 @@ def c_block(x, r, w1, w2, w3, scale, up):  # noqa: ANN001, ANN201
     C.rms_norm_dynamic_per_token_quant(q3, x, w3, s3, EPS, None, b3)
     q4, s4 = _q(x), _s(x, H // GS)
     C.rms_norm_per_block_quant(q4, x, w1, s4, EPS, None, None, GS, False)
-    return (*outs, q, q2, b, q3, s3, b3, q4, s4)
+    q5 = _q(x)  # their product stays in f32 before the quant
+    C.silu_and_mul_quant(q5, up, scale)
+    q6, s6 = _q(x), _s(x, H // GS)
+    C.silu_and_mul_per_block_quant(q6, up, s6, GS, None, False)
+    return (*outs, q, q2, b, q3, s3, b3, q4, s4, q5, q6, s6)
 
 
-PAIRS = 3 + 3 + 4  # norm->quant, act->quant, fused kernels
-CALLS = 2 * 3 + 2 * 3 + 4
+PAIRS = 3 + 3 + 6  # norm->quant, act->quant, fused kernels
+CALLS = 2 * 3 + 2 * 3 + 6
 
 
 def _inputs(t: int = 17) -> tuple[torch.Tensor, ...]:
@@ -140,7 +145,7 @@ def test_c_forms_fused_and_dispatched(functionalized: str) -> None:
     fused = {k: v for k, v in after_fuse.items() if k.startswith("vllm.") and "quant" in k}
     assert fused == {
         "vllm.rms_norm_quant": 4, "vllm.fused_add_rms_norm_quant": 3,
-        "vllm.silu_and_mul_quant": 1, "vllm.gelu_and_mul_quant": 1,
+        "vllm.silu_and_mul_quant": 3, "vllm.gelu_and_mul_quant": 1,
         "vllm.gelu_tanh_and_mul_quant": 1,
     }, after_fuse
     assert sum(fused.values()) == PAIRS
@@ -156,8 +161,15 @@ def test_c_forms_compute_what_the_kernels_compute() -> None:
     assert sum(counts.values()) == 2 * PAIRS, counts  # every call raised
     # Bit for bit: each raised op rounds where the kernel does (torch's f32 arithmetic on
     # both sides here; a GPU kernel's rsqrtf may differ by f32 ulps, OPS.md's freedom).
+    # The fused silu-and-mul kernels compute CUDA's x / (1 + expf(-x)), our contract torch's
+    # silu: on ~4 % of f32 values they differ by an ulp, so those three outputs (q, q and
+    # scales, last) are within OPS.md's tolerances instead.
+    f32_silu = len(expected) - 3
     for i, (e, g) in enumerate(zip(expected, got, strict=True)):
         assert e.dtype == g.dtype and e.shape == g.shape, i
+        if i >= f32_silu:
+            assert_close_contract(g, e, kind="scales" if e.dtype == torch.float32 else "value")
+            continue
         assert torch.equal(e.view(torch.uint8) if e.dtype == FP8 else e,
                            g.view(torch.uint8) if g.dtype == FP8 else g), i
 

@@ -28,13 +28,14 @@ variant) that computes exactly that, or left alone:
 
 Left alone: `_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
 contract's floor), int8 with a zero point (`azp`: the kernel rounds before adding it),
-int8 out of the fused dynamic kernels (floored at FLT_EPSILON, the contract at 0),
-`silu_and_mul_quant` / `silu_and_mul_per_block_quant` (the product stays in f32, the
-contract rounds the activation and the product to x's dtype), ue8m0 or transposed group
-scales, and an argument written through a view of its base.
+int8 out of the fused dynamic kernels (floored at FLT_EPSILON, the contract at 0), ue8m0
+or transposed group scales, and an argument written through a view of its base.
 
 The fused kernels are raised as their compositions: fuse-norm-quant fuses them onto the
-fused ops on meaning, with every other pair of the graph.
+fused ops on meaning, with every other pair of the graph. `silu_and_mul_quant` and
+`silu_and_mul_per_block_quant` keep the product in f32 where silu_and_mul's contract rounds
+it to x's dtype: they are silu_and_mul of the input cast to f32 (nothing to round), then
+the quant.
 """
 
 from __future__ import annotations
@@ -43,7 +44,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
-from xdsl.dialects.builtin import Float64Type, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
@@ -56,7 +64,7 @@ from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_build import build_norm, epsilon_of
+from vllm_xdsl.transforms.raise_build import build_norm, cast_op, epsilon_of
 from vllm_xdsl.transforms.raise_route import RoutedPattern
 from vllm_xdsl.transforms.raise_vllm_call import AUTO_V1, AUTO_V2, KernelCall, read_call
 
@@ -250,6 +258,30 @@ def _c_group_fp8(c: KernelCall) -> Raised:
     return Raised([new], {q: new.results[0], s: new.results[1]})
 
 
+def _c_silu_and_mul_quant(group: bool) -> Callable[[KernelCall], Raised]:
+    def build(c: KernelCall) -> Raised:
+        a, x = c.args, _tensor(c.args["input"])
+        dims, width = m.shape(x), m.static_last_dim(x)
+        if dims is None or width is None or width % 2:
+            raise _Skip
+        cast = [] if m.dtype(x) == F32 else [cast_op(x, F32)]
+        xf = cast[0].results[0] if cast else x
+        act = _verified(vllm.SiluAndMulOp.build(operands=[xf, []], result_types=[
+            TensorType(Float32Type(), (*dims[:-1], width // 2))]))
+        if group:  # per-group scales as rms_norm_per_block_quant's: floored at min_scale
+            q, s = _written(c, "out"), _written(c, "scales")
+            _fp8(q)
+            if a["scale_ub"] is not None or a["is_scale_transposed"] is not False:
+                raise _Skip
+            qop = _group(act.results[0], a["group_size"], q.type, s.type, variant="min_scale")
+            return Raised([*cast, act, qop], {q: qop.results[0], s: qop.results[1]})
+        out = _written(c, "result")
+        _fp8(out)
+        qop = _static_quant(act.results[0], a["scale"], out.type, int8=False)
+        return Raised([*cast, act, qop], {out: qop.results[0]})
+    return build
+
+
 def _c_norm_static_fp8(residual: bool) -> Callable[[KernelCall], Raised]:
     def build(c: KernelCall) -> Raised:
         a, out = c.args, _written(c, "result")
@@ -303,6 +335,8 @@ BUILDERS: dict[str, Callable[[KernelCall], Raised]] = {
     "_C::fused_add_rms_norm_static_fp8_quant": _c_norm_static_fp8(residual=True),
     "_C::rms_norm_dynamic_per_token_quant": _c_norm_dynamic(group=False),
     "_C::rms_norm_per_block_quant": _c_norm_dynamic(group=True),
+    "_C::silu_and_mul_quant": _c_silu_and_mul_quant(group=False),
+    "_C::silu_and_mul_per_block_quant": _c_silu_and_mul_quant(group=True),
 }
 # Raised only at the default level (not bit-exact: module table).
 DEFAULT_LEVEL: dict[str, Callable[[KernelCall], Raised]] = {
