@@ -182,7 +182,9 @@ def ir_block(x, r, w, vs_w):  # noqa: ANN001, ANN201
     f, g = IR.fused_add_rms_norm.maybe_inplace(x.clone(), r.clone(), w, EPS)
     h = AITER.rms_norm(x, w, EPS)
     i, j = AITER.fused_add_rms_norm(x, r, w, EPS)
-    return a, b, c, d, e, f, g, h, i, j
+    k = IR.gelu_and_mul_sparse(x, 1.6448536269514722, "tanh")  # Gemma-3n's
+    n = IR.gelu_and_mul_sparse(x, 0.5)
+    return a, b, c, d, e, f, g, h, i, j, k, n
 
 
 def test_vllm_ir_nodes_raised_bit_exact() -> None:
@@ -192,7 +194,7 @@ def test_vllm_ir_nodes_raised_bit_exact() -> None:
     module, expected, got = _raised_run(ir_block, args)
     counts = Counter(op.name for op in module.walk() if op.name.startswith(("vllm.", "torch.call")))
     assert counts == {"vllm.rms_norm": 4, "vllm.fused_add_rms_norm": 3,
-                      "torch.call": counts["torch.call"]}, counts
+                      "vllm.gelu_and_mul_sparse": 2, "torch.call": counts["torch.call"]}, counts
     assert not any("vllm_ir" in str(op) or "vllm_aiter" in str(op) for op in module.walk()
                    if op.name == "torch.call")
     for i, (e, g) in enumerate(zip(expected, got, strict=True)):

@@ -184,6 +184,15 @@ def ir_fused_add_rms_norm(x, x_residual, weight, epsilon, variance_size=None):  
     return y.to(x.dtype), s.to(x.dtype)
 
 
+def ir_gelu_and_mul_sparse(x, std_multiplier, approximate="none"):  # noqa: ANN001, ANN201
+    d = x.shape[-1] // 2
+    gate = x[..., :d]
+    mean = torch.mean(gate, dim=-1, keepdim=True)
+    std = torch.std(gate, dim=-1, keepdim=True, unbiased=False)
+    sparse_gate = F.relu(gate - (mean + std * std_multiplier))
+    return F.gelu(sparse_gate, approximate=approximate) * x[..., d:]
+
+
 def aiter_fused_add_rms_norm(x, residual, weight, variance_epsilon, gemma_norm=False):  # noqa: ANN001, ANN201
     w = weight.float() + 1.0 if gemma_norm else weight
     return ir_fused_add_rms_norm(x, residual, w, variance_epsilon)
@@ -209,6 +218,7 @@ IMPLS: dict[str, Callable[..., object]] = {
     "vllm_ir::rms_norm": ir_rms_norm,
     "vllm_ir::fused_add_rms_norm": ir_fused_add_rms_norm,
     "vllm_ir::fused_add_rms_norm.maybe_inplace": ir_fused_add_rms_norm,
+    "vllm_ir::gelu_and_mul_sparse": ir_gelu_and_mul_sparse,
     "vllm_aiter::rms_norm": lambda x, weight, variance_epsilon: ir_rms_norm(x, weight, variance_epsilon),
     "vllm_aiter::fused_add_rms_norm": aiter_fused_add_rms_norm,
 }

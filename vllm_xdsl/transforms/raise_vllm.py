@@ -12,6 +12,7 @@ variant) that computes exactly that, or left alone:
 | vllm_ir.rms_norm (any weight dtype, None, literal variance_size) | rms_norm | its native is the contract |
 | vllm_ir.fused_add_rms_norm (+ .maybe_inplace, functionalized) | fused_add_rms_norm | f32 sum: the default variant |
 | the same with variance_size | - | the op has no variance_size |
+| vllm_ir.gelu_and_mul_sparse (literal std_multiplier) | gelu_and_mul_sparse | its native is the contract |
 | _C.rms_norm (weight of x's dtype or None) | rms_norm | `(T)(x * rsqrtf(var + eps)) * w` in T |
 | _C.fused_add_rms_norm | fused_add_rms_norm{rounded_sum} | the kernel adds in T and normalises that |
 | _C.silu_and_mul, gelu_and_mul, gelu_tanh_and_mul | the act-and-mul op | activation rounded to T, product in T |
@@ -24,6 +25,8 @@ variant) that computes exactly that, or left alone:
 | _C.fused_add_rms_norm_static_fp8_quant | fused_add_rms_norm{rounded_sum}, static quant | as above |
 | _C.rms_norm_dynamic_per_token_quant (fp8; residual optional) | (fused_add_)rms_norm, per-token quant | the sum in f32: default variant |
 | _C.rms_norm_per_block_quant (fp8, no ub, row-major) | (fused_add_)rms_norm, group quant `min_scale` | `max(absmax / FMAX, 1 / (FMAX * 512))` |
+| _C.silu_and_mul_quant (fp8) | cast to f32, silu_and_mul, static quant | the product in f32, `x * (1 / scale)` |
+| _C.silu_and_mul_per_block_quant (fp8, no ub, row-major) | cast to f32, silu_and_mul, group quant `min_scale` | the product in f32; scales as above |
 | vllm_aiter.rms_norm, fused_add_rms_norm (gemma_norm False) | rms_norm, fused_add_rms_norm | default level: vLLM IR's impls, within its tolerances |
 
 Left alone: `_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
@@ -49,6 +52,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     i64,
 )
@@ -179,6 +183,19 @@ def _ir_fused_add(c: KernelCall) -> Raised:
         if name in c.written:
             values[c.written[name]] = _tensor(a[name])
     return Raised([n], values)
+
+
+def _ir_gelu_and_mul_sparse(c: KernelCall) -> Raised:
+    a = c.args
+    std, approximate = a["std_multiplier"], a["approximate"]
+    if not m.is_number(std) or approximate not in ("none", "tanh"):
+        raise _Skip  # a symbolic multiplier is no property; another GELU is no variant here
+    props: dict[str, Attribute] = {"std_multiplier": FloatAttr(float(std), Float64Type())}
+    if approximate != "none":
+        props["approximate"] = StringAttr(approximate)
+    new = _verified(vllm.GeluAndMulSparseOp.build(
+        operands=[_tensor(a["x"]), []], result_types=[c.returned[0].type], properties=props))
+    return Raised([new], {c.returned[0]: new.results[0]})
 
 
 def _aiter_rms_norm(c: KernelCall) -> Raised:
@@ -322,6 +339,7 @@ BUILDERS: dict[str, Callable[[KernelCall], Raised]] = {
     "vllm_ir::rms_norm": _ir_rms_norm,
     "vllm_ir::fused_add_rms_norm": _ir_fused_add,
     "vllm_ir::fused_add_rms_norm.maybe_inplace": _ir_fused_add,
+    "vllm_ir::gelu_and_mul_sparse": _ir_gelu_and_mul_sparse,
     "_C::rms_norm": _c_rms_norm,
     "_C::fused_add_rms_norm": _c_fused_add,
     "_C::silu_and_mul": _c_act(vllm.SiluAndMulOp, "result"),
@@ -352,7 +370,8 @@ class RaiseVllmCall(RoutedPattern):
 
     exact: bool = False  # BUILDERS only, not DEFAULT_LEVEL
     TARGETS = (AUTO_V1, AUTO_V2, "vllm_ir::rms_norm.default", "vllm_ir::fused_add_rms_norm.default",
-               "vllm_aiter::rms_norm.default", "vllm_aiter::fused_add_rms_norm.default")
+               "vllm_ir::gelu_and_mul_sparse.default", "vllm_aiter::rms_norm.default",
+               "vllm_aiter::fused_add_rms_norm.default")
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:

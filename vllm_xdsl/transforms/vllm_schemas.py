@@ -16,6 +16,7 @@ SCHEMAS: dict[str, str] = {
     "vllm_ir::rms_norm": "rms_norm(Tensor x, Tensor? weight, float epsilon, SymInt? variance_size=None) -> Tensor",
     "vllm_ir::fused_add_rms_norm": "fused_add_rms_norm(Tensor x, Tensor x_residual, Tensor? weight, float epsilon, SymInt? variance_size=None) -> (Tensor, Tensor)",
     "vllm_ir::fused_add_rms_norm.maybe_inplace": "fused_add_rms_norm.maybe_inplace(Tensor(a0!) x, Tensor(a1!) x_residual, Tensor? weight, float epsilon, SymInt? variance_size=None) -> (Tensor, Tensor)",
+    "vllm_ir::gelu_and_mul_sparse": 'gelu_and_mul_sparse(Tensor x, float std_multiplier, str approximate="none") -> Tensor',
     # _C kernels (CUDA build; `Tensor!` written in place)
     "_C::rms_norm": "rms_norm(Tensor! result, Tensor input, Tensor? weight, float epsilon) -> ()",
     "_C::fused_add_rms_norm": "fused_add_rms_norm(Tensor! input, Tensor! residual, Tensor? weight, float epsilon) -> ()",
