@@ -44,6 +44,8 @@ docs/OPS.md "Variants"), never approximately.
 | `aten.gelu(gate[, approximate="tanh"]) * up` (halves or two)     | gelu(_tanh)_and_mul        | exact   |
 | Inductor's decomposed silu (`xf / (1 + exp(-xf))`, `xf * sigmoid(xf)`) | silu_and_mul         | default |
 | Inductor's decomposed gelu / tanh gelu (raise_silu.py)           | gelu(_tanh)_and_mul        | default |
+| `gelu(relu(gate - (mean + std * m))) * up`, aten.std (raise_sparse_act.py) | gelu_and_mul_sparse | as its GELU |
+| the same with std as `sqrt(var(gate.float()))` rounded            | gelu_and_mul_sparse        | default |
 
 Never raised (the meaning differs): a mean over another dim, no keepdim, eps added after
 the rsqrt, a non-scalar or negative eps, another power than 2, clamp bounds other than
@@ -69,9 +71,10 @@ from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
 from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
 from vllm_xdsl.transforms.raise_route import RoutedPatterns
 from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
+from vllm_xdsl.transforms.raise_sparse_act import RaiseGeluAndMulSparse
 from vllm_xdsl.transforms.raise_vllm import VLLM_PATTERNS
 
-PATTERNS = (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul)
+PATTERNS = (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul, RaiseGeluAndMulSparse)
 
 
 def raise_patterns(exact: bool) -> list[RewritePattern]:

@@ -42,7 +42,7 @@ _SQRT_2_OVER_PI = 0.79788456080286541
 _TANH_CUBIC = 0.044715
 
 
-def _half(v: SSAValue) -> tuple[SSAValue, int] | None:
+def half_of(v: SSAValue) -> tuple[SSAValue, int] | None:
     """(x, 0) if v is the first half of x's last dim, (x, 1) if the second half."""
     if (sl := m.call_of(v, "aten::slice.Tensor")) is not None:
         x = m.arg(sl, 0)
@@ -225,7 +225,7 @@ class RaiseActAndMul(RoutedPattern):
                 continue
             if not (m.shape(g) == m.shape(u) == m.shape(out)):  # no broadcasting
                 continue
-            first, second = _half(g), _half(u)
+            first, second = half_of(g), half_of(u)
             cls = OPS_BY_NAME[_OP_OF[activation]]
             if first is not None and second is not None and first[0] is second[0] \
                     and (first[1], second[1]) == (0, 1):
