@@ -2,7 +2,8 @@
 and per-group, SiluAndMul, GeluAndMul) composed into a block under a default VllmConfig and
 compiled with `backend="vllm_xdsl"`: every norm->quant and act->quant pair is fused, and
 the output is bit-exact with the same graph under `aot_eager` (outside torch.compile vLLM
-runs other kernels). Needs vLLM (the vLLM test environment)."""
+runs other kernels). GeluAndMulSparse (Gemma-3n) alone, as its vLLM IR node and as its
+traced native: one semantic op, bit-exact. Needs vLLM (the vLLM test environment)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ import torch
 vllm = pytest.importorskip("vllm")
 
 from vllm.config import VllmConfig, set_current_vllm_config  # noqa: E402
-from vllm.model_executor.layers.activation import GeluAndMul, SiluAndMul  # noqa: E402
+from vllm.model_executor.layers.activation import (  # noqa: E402
+    GeluAndMul,
+    GeluAndMulSparse,
+    SiluAndMul,
+)
 from vllm.model_executor.layers.layernorm import RMSNorm  # noqa: E402
 from vllm.model_executor.layers.quantization.input_quant_fp8 import QuantFP8  # noqa: E402
 from vllm.model_executor.layers.quantization.utils.quant_utils import GroupShape  # noqa: E402
@@ -105,3 +110,23 @@ def test_vllm_layers_fused_and_bit_exact(dynamic: str, tmp_path: Path,
     assert fused == PAIRS * graphs, f"{fused} of {PAIRS * graphs} pairs fused: {dict(counts)}"
     unfused_quants = [k for k in counts if k.endswith("_quant") and k not in FUSED]
     assert not unfused_quants, dict(counts)
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["native", "vllm_ir"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_and_mul_sparse_layer_raised_and_bit_exact(
+        wrap: bool, approximate: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """wrap=False: vLLM IR's native traced, the CPU default; True: the vllm_ir node."""
+    from vllm import ir
+
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    x = torch.randn(9, 2 * H, generator=torch.Generator().manual_seed(1)).to(BF16)
+    with set_current_vllm_config(VllmConfig()), ir.enable_torch_wrap(wrap):
+        layer = GeluAndMulSparse(activation_sparsity=0.95, approximate=approximate)
+        torch._dynamo.reset()
+        ours = torch.compile(layer, backend="vllm_xdsl", fullgraph=True, dynamic=False,
+                             options={"inner": "eager", "strict": True})
+        ref = torch.compile(layer, backend="aot_eager", fullgraph=True, dynamic=False)
+        with torch.no_grad():
+            assert torch.equal(ours(x), ref(x))
+    assert _fused_counts(tmp_path) == {"gelu_and_mul_sparse": 1}
