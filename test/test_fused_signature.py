@@ -155,3 +155,20 @@ def test_the_tuning_cache_hashes_each_backends_own_source() -> None:
     assert files["native"].name == "fused.py" and files["native"].parent.name == "ops"
     assert files["triton"].parent.name == "triton" and files["cuda"].parent.name == "cuda"
     assert len({impl_hash(f) for f in where.values()}) == 3
+
+
+def test_the_inplace_launcher_passes_the_whole_scheme_on() -> None:
+    # launchers().fused_add_rms_norm_quant_inplace re-flattens its scheme (flat_args) for
+    # the in-place op, whose fake is the native: every field must arrive.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fns = cuda_ops.launchers("cuda")
+    flat = (None, None, FP8, False, "group", 16, True, False, 1e-10, None, "scale bf16", True)
+    with FakeTensorMode() as mode:
+        x, r = (mode.from_tensor(torch.randn(4, 64, dtype=torch.bfloat16)) for _ in range(2))
+        q, residual, scales = fns.fused_add_rms_norm_quant_inplace(x, r, None, 1e-6, *flat)
+        want = F.fused_add_rms_norm_quant(x, r, None, 1e-6, *flat)
+    assert residual is r and q.dtype == FP8
+    assert (scales.shape, scales.stride(), scales.dtype) == (
+        want[2].shape, want[2].stride(), want[2].dtype)
+    assert scales.dtype == torch.bfloat16 and scales.stride() == (1, 4)  # column-major, bf16
