@@ -12,8 +12,8 @@ launchers, the CUDA/HIP ops) is written once against the scheme instead:
 spec (real annotations: torch infers custom-op schemas from it), which binds a call, builds
 and validates the scheme once and calls the body with the producer's own arguments in the
 spec's order, then `scheme, scale, scale_ub, zero_point`. `FlatLayout.flat_args` is the way
-back, for calling a flat op with a scheme. Adding a quant field or a fused op touches the
-catalog only; the signatures follow.
+back, for calling a flat op with a scheme. A new fused op (a quant variant, an act-and-mul)
+is a catalog declaration and one body per implementation; no flat signature is written.
 
 Annotations are real (no `from __future__ import annotations`).
 """
