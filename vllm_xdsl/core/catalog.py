@@ -213,6 +213,13 @@ _SCHEME = (
     Param("group_eps", "float", default=DEFAULT_GROUP_EPS), *_VARIANT,
 )
 _SCALES = Result("scales", optional=True)  # absent in the IR for a static scheme
+# The flat scheme, by role (ops/fused_signature.py converts it to and from a QuantScheme):
+# its tensors, and its scalars in QuantScheme's field order.
+SCHEME_PARAMS: tuple[Param, ...] = _SCHEME
+SCHEME_TENSORS: tuple[str, ...] = ("scale", "scale_ub", "zero_point")
+SCHEME_FIELDS: tuple[str, ...] = tuple(
+    p.name for p in _SCHEME if p.name not in SCHEME_TENSORS
+)
 
 RMS_NORM_QUANT = OpSpec(
     "rms_norm_quant", "norm",

@@ -14,7 +14,8 @@
     ops.select("rms_norm", {"x": TensorMeta(...), ...}, priority=None, target="cuda")
 
 Each op is declared once, in vllm_xdsl/core/catalog.py (torch-free); this package builds
-the SemanticOp of each spec. Modules: natives/fused (contracts), op (SemanticOp), impl (Impl, TensorMeta), registry
+the SemanticOp of each spec. Modules: natives/fused (contracts), fused_signature (a fused
+op's flat scheme arguments <-> QuantScheme), op (SemanticOp), impl (Impl, TensorMeta), registry
 (providers, entry points), policy (priority strings), dispatch (select, DispatchReport),
 eager (cached eager dispatch), tolerance (OPS.md tolerances), grid (OPS.md test grid).
 """

@@ -1,8 +1,10 @@
 """Native fused ops: each is exactly the composition of the unfused natives it replaces.
 
 The quant scheme travels as separate arguments (custom op schemas cannot hold a
-QuantScheme); `scheme_of` rebuilds and validates it, and `quant_native` maps it to the
-one unfused quant it denotes.
+QuantScheme): each native is written against the QuantScheme, and `flat_fused`
+(ops/fused_signature.py) gives it the flat signature of its catalog spec and rebuilds and
+validates the scheme (`scheme_of`); `quant_native` maps it to the one unfused quant it
+denotes.
 """
 
 from collections.abc import Callable
@@ -10,10 +12,10 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme, granularity_of
-from vllm_xdsl.core.variant import parse_variant
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL
+from vllm_xdsl.ops.fused_signature import flat_fused, scheme_of  # noqa: F401 - public here
 from vllm_xdsl.ops.natives_variant import quantize_variant
 
 
@@ -53,45 +55,10 @@ def quant_native(
     )
 
 
-def scheme_of(
-    op: str,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int,
-    column_major_scales: bool,
-    use_ue8m0: bool,
-    group_eps: float,
-    variant: str = "",
-) -> QuantScheme:
-    """The scheme of a fused op's arguments; ValueError naming the op if it is not allowed."""
-    try:
-        scheme = QuantScheme(
-            quant_dtype, static, granularity_of(granularity), group_size, column_major_scales,
-            use_ue8m0, group_eps, parse_variant(variant),
-        )
-    except ValueError as e:
-        raise ValueError(f"{op}: {e}") from None
-    if not static and granularity == "tensor":
-        raise ValueError(
-            f"{op}: dynamic per-tensor quantization cannot be fused "
-            "(it needs a global reduction before any row can be quantized)"
-        )
-    if static != (scale is not None):
-        need = "needs a scale" if static else "takes scale=None"
-        raise ValueError(f"{op}: a {'static' if static else 'dynamic'} scheme {need}")
-    if scale_ub is not None and not (scheme.is_fp8 and granularity == "token"):
-        raise ValueError(f"{op}: scale_ub applies to dynamic per-token fp8 quantization only")
-    return scheme
-
-
 def _quant(
-    op: str, y: Tensor, scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None,
-    *scheme_args
+    y: Tensor, scheme: QuantScheme, scale: Tensor | None, scale_ub: Tensor | None,
+    zero_point: Tensor | None,
 ) -> tuple[Tensor, Tensor]:
-    scheme = scheme_of(op, scale, scale_ub, *scheme_args)
     q, scales = quant_native(y, scheme, scale, scale_ub, zero_point)
     if scales is None:
         # Static: return a float32 [1] copy; custom ops cannot return aliases of inputs.
@@ -100,81 +67,37 @@ def _quant(
     return q, scales
 
 
+# The scheme is built and checked (scheme_of) before anything is computed.
+@flat_fused("rms_norm_quant")
 def rms_norm_quant(
-    x: Tensor,
-    weight: Tensor | None,
-    epsilon: float,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = DEFAULT_GROUP_EPS,
-    zero_point: Tensor | None = None,
-    variant: str = "",
+    x: Tensor, weight: Tensor | None, epsilon: float, scheme: QuantScheme,
+    scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None,
 ) -> tuple[Tensor, Tensor]:
-    scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                   group_eps, variant)
-    scheme_of("rms_norm_quant", scale, scale_ub, *scheme_args)  # reject before computing
-    y = N.rms_norm(x, weight, epsilon)
-    return _quant("rms_norm_quant", y, scale, scale_ub, zero_point, *scheme_args)
+    return _quant(N.rms_norm(x, weight, epsilon), scheme, scale, scale_ub, zero_point)
 
 
+@flat_fused("fused_add_rms_norm_quant")
 def fused_add_rms_norm_quant(
-    x: Tensor,
-    residual: Tensor,
-    weight: Tensor | None,
-    epsilon: float,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = DEFAULT_GROUP_EPS,
-    zero_point: Tensor | None = None,
-    variant: str = "",
-    rounded_sum: bool = False,
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool,
+    scheme: QuantScheme, scale: Tensor | None, scale_ub: Tensor | None,
+    zero_point: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                   group_eps, variant)
-    scheme_of("fused_add_rms_norm_quant", scale, scale_ub, *scheme_args)
     y, residual_out = N.fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum)
-    q, scales = _quant("fused_add_rms_norm_quant", y, scale, scale_ub, zero_point, *scheme_args)
+    q, scales = _quant(y, scheme, scale, scale_ub, zero_point)
     return q, residual_out, scales
 
 
 def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
     """The fused native of an act-and-mul op: the act-and-mul native, then the quant."""
-    op = f"{name}_quant"
     act = ACT_AND_MUL[name]
 
+    @flat_fused(f"{name}_quant")
     def fused(
-        x: Tensor,
-        scale: Tensor | None,
-        scale_ub: Tensor | None,
-        quant_dtype: torch.dtype,
-        static: bool,
-        granularity: str,
-        group_size: int = 0,
-        column_major_scales: bool = False,
-        use_ue8m0: bool = False,
-        group_eps: float = DEFAULT_GROUP_EPS,
-        zero_point: Tensor | None = None,
-        variant: str = "",
-        up: Tensor | None = None,
+        x: Tensor, up: Tensor | None, scheme: QuantScheme, scale: Tensor | None,
+        scale_ub: Tensor | None, zero_point: Tensor | None,
     ) -> tuple[Tensor, Tensor]:
-        scheme_args = (quant_dtype, static, granularity, group_size, column_major_scales,
-                       use_ue8m0, group_eps, variant)
-        scheme_of(op, scale, scale_ub, *scheme_args)
-        return _quant(op, act(x, up), scale, scale_ub, zero_point, *scheme_args)
+        return _quant(act(x, up), scheme, scale, scale_ub, zero_point)
 
-    fused.__name__ = fused.__qualname__ = op
     return fused
 
 

@@ -241,10 +241,13 @@ class Kernels:
 
     def fused(self, op: str, x: Tensor, residual: Tensor | None, weight: Tensor | None,
               epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
-              scheme_args: tuple[Any, ...], rounded_sum: bool = False, *,
+              scheme_args: tuple[Any, ...] | QuantScheme, rounded_sum: bool = False, *,
               inplace: bool = False, up: Tensor | None = None,
               zero_point: Tensor | None = None) -> tuple[Tensor, ...]:
-        s = scheme_of(op, scale, scale_ub, *scheme_args)
+        """`scheme_args`: a scheme (the ops: flat_fused built and checked it) or the fused
+        op's flat scheme values (scheme_of checks them)."""
+        s = (scheme_args if isinstance(scheme_args, QuantScheme)
+             else scheme_of(op, scale, scale_ub, *scheme_args))
         lib, stream = self._prepare(op, x, residual, weight, scale, scale_ub, up, zero_point)
         x2 = _rows(x)
         is_act = activation_of(op) is not None

@@ -25,7 +25,7 @@ from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
-from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.fused_signature import flat_fused, layout
 from vllm_xdsl.ops.torch_library import define_op
 
 
@@ -119,30 +119,22 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
         op(ACT_AND_MUL[name])(_act_and_mul(k, name))
 
     @op(F.rms_norm_quant)
-    def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
-                       scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool,
-                       granularity: str, group_size: int = 0, column_major_scales: bool = False,
-                       use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
-                       zero_point: Tensor | None = None, variant: str = "") -> tuple[Tensor, Tensor]:
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                group_eps, variant)
-        q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, args,
+    @flat_fused("rms_norm_quant")
+    def rms_norm_quant(x: Tensor, weight: Tensor | None, epsilon: float, scheme: QuantScheme,
+                       scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None
+                       ) -> tuple[Tensor, Tensor]:
+        q, scales = k.fused("rms_norm_quant", x, None, weight, epsilon, scale, scale_ub, scheme,
                             zero_point=zero_point)
         return q, scales
 
     @op(F.fused_add_rms_norm_quant)
-    def fused_add_rms_norm_quant(x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float,
+    @flat_fused("fused_add_rms_norm_quant")
+    def fused_add_rms_norm_quant(x: Tensor, residual: Tensor, weight: Tensor | None,
+                                 epsilon: float, rounded_sum: bool, scheme: QuantScheme,
                                  scale: Tensor | None, scale_ub: Tensor | None,
-                                 quant_dtype: torch.dtype, static: bool, granularity: str,
-                                 group_size: int = 0, column_major_scales: bool = False,
-                                 use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
-                                 zero_point: Tensor | None = None, variant: str = "",
-                                 rounded_sum: bool = False
-                                 ) -> tuple[Tensor, Tensor, Tensor]:
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                group_eps, variant)
+                                 zero_point: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
         q, residual_out, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight,
-                                          epsilon, scale, scale_ub, args, rounded_sum,
+                                          epsilon, scale, scale_ub, scheme, rounded_sum,
                                           zero_point=zero_point)
         return q, residual_out, scales
 
@@ -158,29 +150,19 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
                             epsilon: float, rounded_sum: bool = False) -> None:
         k.fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum, inplace=True)
 
-    def fused_add_rms_norm_quant_fake(x, residual, weight, epsilon, scale, scale_ub,  # noqa: ANN001, ANN202
-                                      quant_dtype, static, granularity, group_size=0,
-                                      column_major_scales=False, use_ue8m0=False, group_eps=DEFAULT_GROUP_EPS,
-                                      zero_point=None, variant="", rounded_sum=False):
-        q, _, scales = F.fused_add_rms_norm_quant(
-            x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant,
-            rounded_sum)
+    def fused_add_rms_norm_quant_fake(*args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        q, _, scales = F.fused_add_rms_norm_quant(*args, **kwargs)
         return q, scales
 
     @op(fused_add_rms_norm_quant_fake, mutates_args=("residual",))
+    @flat_fused("fused_add_rms_norm_quant", name="fused_add_rms_norm_quant_")
     def fused_add_rms_norm_quant_(x: Tensor, residual: Tensor, weight: Tensor | None,
-                                  epsilon: float, scale: Tensor | None, scale_ub: Tensor | None,
-                                  quant_dtype: torch.dtype, static: bool, granularity: str,
-                                  group_size: int = 0, column_major_scales: bool = False,
-                                  use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
-                                  zero_point: Tensor | None = None, variant: str = "",
-                                  rounded_sum: bool = False
-                                  ) -> tuple[Tensor, Tensor]:
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                group_eps, variant)
+                                  epsilon: float, rounded_sum: bool, scheme: QuantScheme,
+                                  scale: Tensor | None, scale_ub: Tensor | None,
+                                  zero_point: Tensor | None) -> tuple[Tensor, Tensor]:
         q, _, scales = k.fused("fused_add_rms_norm_quant", x, residual, weight, epsilon, scale,
-                               scale_ub, args, rounded_sum, inplace=True, zero_point=zero_point)
+                               scale_ub, scheme, rounded_sum, inplace=True,
+                               zero_point=zero_point)
         return q, scales
 
     return SimpleNamespace(**ops)
@@ -195,19 +177,14 @@ def _act_and_mul(k: Kernels, name: str) -> Callable[..., Tensor]:
 
 
 def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Tensor]]:
-    def act_and_mul_quant(x: Tensor, scale: Tensor | None, scale_ub: Tensor | None,
-                          quant_dtype: torch.dtype, static: bool, granularity: str,
-                          group_size: int = 0, column_major_scales: bool = False,
-                          use_ue8m0: bool = False, group_eps: float = DEFAULT_GROUP_EPS,
-                          zero_point: Tensor | None = None, variant: str = "",
-                          up: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        args = (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                group_eps, variant)
-        q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, args, up=up,
+    @flat_fused(name)
+    def act_and_mul_quant(x: Tensor, up: Tensor | None, scheme: QuantScheme,
+                          scale: Tensor | None, scale_ub: Tensor | None,
+                          zero_point: Tensor | None) -> tuple[Tensor, Tensor]:
+        q, scales = k.fused(name, x, None, None, 0.0, scale, scale_ub, scheme, up=up,
                             zero_point=zero_point)
         return q, scales
 
-    act_and_mul_quant.__name__ = act_and_mul_quant.__qualname__ = name
     return act_and_mul_quant
 
 
@@ -238,20 +215,18 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         t.fused_add_rms_norm_(x, residual, weight, epsilon, rounded_sum)
         return x, residual
 
+    flat = layout("fused_add_rms_norm_quant")
+
+    @flat_fused("fused_add_rms_norm_quant", name="fused_add_rms_norm_quant_inplace")
     def fused_add_rms_norm_quant_inplace(
-        x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, scale: Tensor | None,
-        scale_ub: Tensor | None, quant_dtype: torch.dtype, static: bool, granularity: str,
-        group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
-        group_eps: float = DEFAULT_GROUP_EPS, zero_point: Tensor | None = None, variant: str = "",
-        rounded_sum: bool = False,
+        x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool,
+        scheme: QuantScheme, scale: Tensor | None, scale_ub: Tensor | None,
+        zero_point: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Writes residual_out into residual; returns (q, residual, scales)."""
-        scheme_of("fused_add_rms_norm_quant", scale, scale_ub, quant_dtype, static, granularity,
-                  group_size, column_major_scales, use_ue8m0, group_eps, variant)
-        q, scales = t.fused_add_rms_norm_quant_(
-            x, residual, weight, epsilon, scale, scale_ub, quant_dtype, static, granularity,
-            group_size, column_major_scales, use_ue8m0, group_eps, zero_point, variant,
-            rounded_sum)
+        args = flat.flat_args((x, residual, weight, epsilon, rounded_sum), scheme, scale,
+                              scale_ub, zero_point)
+        q, scales = t.fused_add_rms_norm_quant_(*args)
         return q, residual, scales
 
     fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace

@@ -13,6 +13,7 @@ from torch import Tensor
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.backends.triton.spec import variant_fields
+from vllm_xdsl.core.catalog import SCHEME_FIELDS
 from vllm_xdsl.core.dtypes import fp8_max
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme
 from vllm_xdsl.core.variant import (
@@ -21,6 +22,7 @@ from vllm_xdsl.core.variant import (
     parse_variant,
     variant_problem_beyond,
 )
+from vllm_xdsl.ops.fused_signature import flat_fused
 
 _E4M3 = torch.float8_e4m3fn
 _INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
@@ -158,74 +160,38 @@ def gelu_and_mul_sparse(
     return L.sparse_act("gelu_and_mul_sparse", x, std_multiplier, approximate, up)
 
 
+def _scheme(op: str, scale: Tensor | None, scale_ub: Tensor | None,
+            zero_point: Tensor | None, fields: tuple) -> QuantScheme:
+    """The fused launchers' Build (ops/fused_signature.py): the variant check of
+    supports_args, then the native's scheme, cached (a launch must not pay to rebuild it)."""
+    variant = fields[_VARIANT]
+    if variant or zero_point is not None:  # (_variant's own shortcut, one call sooner)
+        _variant(op, zero_point, variant, static=fields[_STATIC],
+                 granularity=fields[_GRANULARITY])
+    return L.fused_scheme(op, scale, scale_ub, *fields)
+
+
+_STATIC, _GRANULARITY, _VARIANT = (SCHEME_FIELDS.index(n) for n in ("static", "granularity",
+                                                                     "variant"))
+
+
+@flat_fused("rms_norm_quant", build=_scheme)
 def rms_norm_quant(
-    x: Tensor,
-    weight: Tensor | None,
-    epsilon: float,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = DEFAULT_GROUP_EPS,
-    zero_point: Tensor | None = None,
-    variant: str = "",
+    x: Tensor, weight: Tensor | None, epsilon: float, scheme: QuantScheme,
+    scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None,
 ) -> tuple[Tensor, Tensor]:
-    _variant("rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
-    scheme = L.fused_scheme(
-        "rms_norm_quant",
-        scale,
-        scale_ub,
-        quant_dtype,
-        static,
-        granularity,
-        group_size,
-        column_major_scales,
-        use_ue8m0,
-        group_eps,
-        variant,
-    )
     _check_groups("rms_norm_quant", x, scheme)
     q, scales = L.norm(x, None, weight, epsilon, None, scheme, scale, scale_ub,
                        zero_point=zero_point)
     return q, scales
 
 
+@flat_fused("fused_add_rms_norm_quant", build=_scheme)
 def fused_add_rms_norm_quant(
-    x: Tensor,
-    residual: Tensor,
-    weight: Tensor | None,
-    epsilon: float,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int = 0,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    group_eps: float = DEFAULT_GROUP_EPS,
-    zero_point: Tensor | None = None,
-    variant: str = "",
-    rounded_sum: bool = False,
+    x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool,
+    scheme: QuantScheme, scale: Tensor | None, scale_ub: Tensor | None,
+    zero_point: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    _variant("fused_add_rms_norm_quant", zero_point, variant, static=static, granularity=granularity)
-    scheme = L.fused_scheme(
-        "fused_add_rms_norm_quant",
-        scale,
-        scale_ub,
-        quant_dtype,
-        static,
-        granularity,
-        group_size,
-        column_major_scales,
-        use_ue8m0,
-        group_eps,
-        variant,
-    )
     _check_groups("fused_add_rms_norm_quant", x, scheme)
     q, residual_out, scales = L.norm(x, residual, weight, epsilon, None, scheme, scale, scale_ub,
                                      zero_point=zero_point, rounded_sum=rounded_sum)
@@ -234,32 +200,15 @@ def fused_add_rms_norm_quant(
 
 def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
     """The fused launcher of an act-and-mul op, with the native's signature."""
-    op = f"{name}_quant"
 
+    @flat_fused(f"{name}_quant", build=_scheme)
     def fused(
-        x: Tensor,
-        scale: Tensor | None,
-        scale_ub: Tensor | None,
-        quant_dtype: torch.dtype,
-        static: bool,
-        granularity: str,
-        group_size: int = 0,
-        column_major_scales: bool = False,
-        use_ue8m0: bool = False,
-        group_eps: float = DEFAULT_GROUP_EPS,
-        zero_point: Tensor | None = None,
-        variant: str = "",
-        up: Tensor | None = None,
+        x: Tensor, up: Tensor | None, scheme: QuantScheme, scale: Tensor | None,
+        scale_ub: Tensor | None, zero_point: Tensor | None,
     ) -> tuple[Tensor, Tensor]:
-        _variant(op, zero_point, variant, static=static, granularity=granularity)
-        scheme = L.fused_scheme(
-            op, scale, scale_ub, quant_dtype, static, granularity, group_size,
-            column_major_scales, use_ue8m0, group_eps, variant,
-        )
         q, scales = L.act(name, x, up, scheme, scale, scale_ub, zero_point)
         return q, scales
 
-    fused.__name__ = fused.__qualname__ = op
     return fused
 
 

@@ -28,7 +28,7 @@ from vllm_xdsl.backends.triton.spec import (
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
-from vllm_xdsl.ops.fused import scheme_of
+from vllm_xdsl.ops.fused_signature import cached_scheme_of
 from vllm_xdsl.ops.natives_variant import dynamic_scale
 
 _F32 = torch.float32
@@ -448,41 +448,6 @@ def _sparse_spec(op: str, dtype: torch.dtype, block: int, hw: bool, has_up: bool
                       hw_casts=hw, has_up=has_up, approximate=approximate)
 
 
-def fused_scheme(
-    op: str,
-    scale: Tensor | None,
-    scale_ub: Tensor | None,
-    quant_dtype: torch.dtype,
-    static: bool,
-    granularity: str,
-    group_size: int,
-    column_major_scales: bool,
-    use_ue8m0: bool,
-    group_eps: float,
-    variant: str = "",
-) -> QuantScheme:
-    """The validated scheme of a fused op's arguments (the native's checks and messages)."""
-    return _fused_scheme(
-        op,
-        scale is not None,
-        scale_ub is not None,
-        quant_dtype,
-        static,
-        granularity,
-        group_size,
-        column_major_scales,
-        use_ue8m0,
-        group_eps,
-        variant,
-    )
-
-
-_GIVEN = torch.empty(0)  # stands for "a tensor was passed": scheme_of only tests for None
-
-
-@lru_cache(maxsize=1024)
-def _fused_scheme(op: str, has_scale: bool, has_scale_ub: bool, *scheme_args) -> QuantScheme:
-    # Cached (the arguments are plain values); errors are not cached and re-raise each call.
-    return scheme_of(
-        op, _GIVEN if has_scale else None, _GIVEN if has_scale_ub else None, *scheme_args
-    )
+# The validated scheme of a fused op's arguments, cached: (op, scale, scale_ub, *the
+# scheme's fields in scheme_of's order); the native's checks and messages.
+fused_scheme = cached_scheme_of
