@@ -14,7 +14,7 @@ e.g. TRITON_INTERPRET=1 or a GPU); 2 on bad arguments.
 
 `--provider native` checks the torch custom op (`torch.ops.vllm_xdsl.<op>`) against the
 native function. `--provider vllm_c` (where vLLM is installed) checks vLLM's own kernels;
-the rows it refuses say why (bf16: vLLM's CPU kernels truncate to bf16).
+the rows it refuses say why (bf16 where vLLM's kernel library truncates, `_C_AVX512`).
 """
 
 from __future__ import annotations
