@@ -19,12 +19,7 @@ import torch
 from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
-from vllm_xdsl.backends.triton.spec import (
-    KernelSpec,
-    default_block_size,
-    default_num_warps,
-    next_pow2,
-)
+from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
@@ -429,8 +424,8 @@ def sparse_act(
     gate, up_ = gate_and_up(op, x, up)
     x2 = _rows(x)
     tokens, d = x2.shape[0], gate.shape[-1]
-    spec = _sparse_spec(op, x.dtype, next_pow2(d), uses_hw_casts(x.device), up is not None,
-                        approximate)
+    spec = _sparse_spec(op, x.dtype, default_block_size(op, None, d), uses_hw_casts(x.device),
+                        up is not None, approximate)
     out = torch.empty(gate.shape, dtype=x.dtype, device=x.device)
     args: list = [x2, x2.stride(0)]
     if up is not None:

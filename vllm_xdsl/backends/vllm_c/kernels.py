@@ -76,6 +76,7 @@ def bf16_problem() -> str | None:
     xf = x.float()
     exact = torch.nn.functional.silu(xf[:, :256]) * xf[:, 256:]
     truncated = (exact.view(torch.int32) & -65536).view(torch.float32).to(torch.bfloat16)
+
     def share(ref: Tensor) -> float:  # (an ulp of f32 between the silus moves a few)
         return float((out == ref).float().mean())
 
