@@ -20,6 +20,7 @@ import shutil
 import pytest
 import torch
 
+from vllm_xdsl import ops
 from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.ops import fused as F
@@ -143,7 +144,7 @@ ACT_OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_act_and_mul(kernels: Kernels, op: str, dtype: torch.dtype, shape: tuple[int, int]) -> None:
-    native = getattr(N, op)
+    native = ops.ALL_OPS[op].native
     x = _x((shape[0], 2 * shape[1]), dtype, 5)
     _check(kernels.act_and_mul(op, x), native(x))
     # Two operands (gate and up), up with rows strided like a slice of a wider tensor.
@@ -254,7 +255,7 @@ def _act_quant(kernels: Kernels, scheme: tuple, dtype: torch.dtype) -> None:
             xs = _x((shape[0], 2 * shape[1]), dtype, 9)
             gate, up = _x(shape, dtype, 12), _x(shape, dtype, 13)
             for x, u in ((xs, None), (gate, up)):
-                args, scale, ub = _scheme_inputs(scheme, getattr(N, op)(x, u))
+                args, scale, ub = _scheme_inputs(scheme, ops.ALL_OPS[op].native(x, u))
                 got = kernels.fused(f"{op}_quant", x, None, None, 0.0, scale, ub, args, up=u)
                 _assert_no_alias(got, (x, u, scale, ub))
                 want = getattr(F, f"{op}_quant")(x, scale, ub, *args, up=u)

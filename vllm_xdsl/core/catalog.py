@@ -38,12 +38,14 @@ REQUIRED = _Required()
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of the native: `optional` means it may be None (an absent operand)."""
+    """One parameter of the native: `optional` means it may be None (an absent operand);
+    `choices`, the values a "str" parameter may take (the dialect's verifier checks them)."""
 
     name: str
     kind: Kind
     optional: bool = False
     default: Scalar | _Required = REQUIRED
+    choices: tuple[str, ...] = ()
 
     @property
     def has_default(self) -> bool:
@@ -102,6 +104,9 @@ class OpSpec:
                 seen_default = True
             elif seen_default:
                 return f"parameter {p.name!r} without a default follows one with a default"
+        for p in self.params:
+            if p.choices and (p.kind != "str" or (p.has_default and p.default not in p.choices)):
+                return f"parameter {p.name!r}: choices need a str parameter and hold its default"
         for out, inp in self.inplace:
             if out not in self.result_names or inp not in names or not self.param(inp).is_tensor:
                 return f"in-place entry {out!r} -> {inp!r} names no result and tensor parameter"
@@ -192,8 +197,8 @@ GELU_TANH_AND_MUL = _act_and_mul("gelu_tanh_and_mul", "gelu_tanh")
 # row are zeroed first; `approximate` picks the GELU ("none" = erf, or "tanh").
 GELU_AND_MUL_SPARSE = OpSpec(
     "gelu_and_mul_sparse", "sparse_act_and_mul",
-    (_t("x"), Param("std_multiplier", "float"), Param("approximate", "str", default="none"),
-     _opt_t("up", None)),
+    (_t("x"), Param("std_multiplier", "float"),
+     Param("approximate", "str", default="none", choices=("none", "tanh")), _opt_t("up", None)),
     _OUT, f"{_ACTS}:gelu_and_mul_sparse", activation="gelu",
 )
 

@@ -1,5 +1,9 @@
 """The `vllm` dialect: one op per semantic operation of docs/OPS.md.
 
+GENERATED from vllm_xdsl/core/catalog.py by `python -m vllm_xdsl.tools.gen_vllm_dialect`:
+do not edit. Change the catalog (or a family in vllm_families.py, where each family's
+operands, syntax and verifier are written) and run it again.
+
 Ops say what is computed, never how. Operand order and names follow OPS.md; optional
 operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
 `scale_ub(...)`, `up(...)`), types next to them, so the syntax stays readable:
@@ -15,598 +19,41 @@ operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`
            : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
 
 Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
-(`epsilon(%e : tensor<f64>)`) when the graph passes it in. Each op's signature lives in
-a `*Signature` base class so that the provider dialects (`triton`, `cuda`, `rocm`)
-declare one op per kernel with exactly the same operands, results and verifier.
+(`epsilon(%e : tensor<f64>)`) when the graph passes it in.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    I64,
-    BoolAttr,
-    Float64Type,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    TensorType,
-    UnitAttr,
+from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr
+from xdsl.ir import Dialect
+from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
+
+from vllm_xdsl.dialects.vllm_families import (
+    ATTRIBUTES,
+    ActAndMulOp,
+    DynamicPerTokenScaledFp8QuantSignature,
+    DynamicPerTokenScaledInt8QuantSignature,
+    DynamicScaledFp8QuantSignature,
+    FusedAddRmsNormQuantSignature,
+    FusedAddRmsNormSignature,
+    FusedQuantOp,
+    NormOp,
+    PerTokenGroupFp8QuantSignature,
+    QuantOp,
+    ResidualNormOp,
+    RmsNormQuantSignature,
+    RmsNormSignature,
+    SemanticSignature,
+    StaticScaledFp8QuantSignature,
+    StaticScaledInt8QuantSignature,
+    _ActAndMulQuantSignature,
+    _ActAndMulSignature,
+    define_op,
+    has_rounded_sum,
+    op_class_name,
 )
-from xdsl.ir import Dialect, Operation, OpResult, SSAValue
-from xdsl.irdl import (
-    AttrSizedOperandSegments,
-    IRDLOperation,
-    ParsePropInAttrDict,
-    irdl_op_definition,
-    operand_def,
-    opt_operand_def,
-    opt_prop_def,
-    opt_result_def,
-    prop_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import Pure
-from xdsl.utils.exceptions import VerifyException
-
-from vllm_xdsl.core.dtypes import DType
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
-from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
-from vllm_xdsl.dialects import vllm_checks as check
-from vllm_xdsl.dialects.element_types import dtype_of
-from vllm_xdsl.dialects.vllm_attrs import (
-    QuantGranularityAttr,
-    QuantModeAttr,
-    QuantSchemeAttr,
-    QuantVariantAttr,
-    RoundingDTypeAttr,
-    VariantFloorAttr,
-    VariantScalingAttr,
-    scheme_problem,
-)
-
-# Assembly-format pieces for keyword-introduced optional operands.
-_WEIGHT = "(`weight` `(` $weight^ `:` type($weight) `)`)?"
-_EPS = "(`epsilon` `(` $epsilon_value^ `:` type($epsilon_value) `)`)?"
-_SCALE = "(`scale` `(` $scale^ `:` type($scale) `)`)?"
-_SCALE_UB = "(`scale_ub` `(` $scale_ub^ `:` type($scale_ub) `)`)?"
-_SCALES = "(`,` type($scales)^)?"
-_UP = "(`up` `(` $up^ `:` type($up) `)`)?"
-_ZP = "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)?"
-
-
-class SemanticSignature(IRDLOperation):
-    """Base of every op that carries a semantic op's operands (vllm and provider ops).
-
-    IRDL reads `assembly_format`, `irdl_options` and `traits` through the class hierarchy,
-    so each signature states its syntax once and every dialect's op of it inherits it.
-    """
-
-    # The name of the semantic op (OPS.md), shared by its vllm op and provider ops.
-    SEMANTIC_NAME: ClassVar[str]
-
-    # Every signature has an optional operand (weight, up, zero_point, ...): their segment
-    # sizes are a property; properties print in the attribute dictionary.
-    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    traits = traits_def(Pure())
-
-    # The typed interfaces below declare, for the type checker only, the fields that each
-    # signature of the family defines with operand_def/result_def/prop_def (IRDL reads a
-    # class's fields from its body, so they cannot be declared here at run time).
-    if TYPE_CHECKING:
-        x: SSAValue  # every semantic op's first operand: the activation
-
-    def torch_extra_args(self) -> dict[str, Any]:
-        """Arguments the exporter passes after the native's (auto.*: its bucket table)."""
-        return {}
-
-
-# --- typed interfaces of the op families ---------------------------------------------------
-
-
-class NormOp(SemanticSignature):
-    """The norm family (rms_norm, fused_add_rms_norm and their fused quant forms)."""
-
-    if TYPE_CHECKING:
-        weight: SSAValue | None
-        epsilon_value: SSAValue | None  # a runtime epsilon (tensor<f64>), or None
-        epsilon: FloatAttr[Float64Type] | None  # a compile-time epsilon, or None
-
-    def epsilon_float(self) -> float | None:
-        """Epsilon when it is a compile-time property, else None (runtime operand)."""
-        return None if self.epsilon is None else self.epsilon.value.data
-
-    def epsilon_arg(self) -> float | SSAValue:
-        """Epsilon as the native gets it: the compile-time value, else the runtime operand."""
-        eps = self.epsilon_float()
-        if eps is not None:
-            return eps
-        assert self.epsilon_value is not None  # the verifier: exactly one of the two
-        return self.epsilon_value
-
-
-class ResidualNormOp(NormOp):
-    """A norm of x + residual that also returns the sum (the fused_add_rms_norm forms)."""
-
-    if TYPE_CHECKING:
-        residual: SSAValue
-        residual_out: OpResult[TensorType]
-        # Unit property (docs/OPS.md "Variants"): the norm reads the sum rounded to x's
-        # dtype (HF's add-then-norm, vLLM's CUDA kernel), i.e. residual_out; absent: the
-        # unrounded f32 sum (vLLM's native).
-        rounded_sum: UnitAttr | None
-
-
-def has_rounded_sum(op: Operation) -> bool:
-    """Whether `op` (a vllm or provider op) normalises the sum rounded to x's dtype."""
-    return isinstance(op, ResidualNormOp) and op.rounded_sum is not None
-
-
-class QuantOp(SemanticSignature):
-    """The quant family: every op whose result `q` is quantized, described by a QuantScheme."""
-
-    if TYPE_CHECKING:
-        q: OpResult[TensorType]
-
-    def quant_scheme(self) -> QuantScheme:
-        """The scheme, its dtype a torch dtype (what the natives and kernels take)."""
-        import torch  # only here: verifying reads the scheme with a DType (scheme_with)
-
-        dtype: Any = getattr(torch, self._q_dtype().torch_name)
-        return self.scheme_with(dtype)
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        """The scheme with `dtype` (a DType or a torch dtype) as the quant dtype."""
-        raise NotImplementedError
-
-    # The optional parts of a quant, by meaning (each form names its own fields).
-    def static_scale(self) -> SSAValue | None:
-        """The scale operand of a static scheme."""
-        return None
-
-    def scale_upper_bound(self) -> SSAValue | None:
-        """The scale_ub operand (dynamic per-token fp8), if given."""
-        return None
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        """The scales result of a dynamic scheme."""
-        return None
-
-    def zero_point_operand(self) -> SSAValue | None:
-        """The runtime zero point (docs/OPS.md "Variants"), if given."""
-        return None
-
-    def _q_dtype(self) -> DType:
-        dtype = dtype_of(self.q.type.element_type)
-        if dtype is None:
-            raise VerifyException(f"q has element type {self.q.type.element_type}, not fp8 or int8")
-        return dtype
-
-
-class FusedQuantOp(QuantOp):
-    """A producer fused with its quant: the scheme is an attribute, scale(s) optional."""
-
-    if TYPE_CHECKING:
-        scheme: QuantSchemeAttr
-        scale: SSAValue | None  # the static scale
-        scale_ub: SSAValue | None  # the upper bound of dynamic per-token scales
-        scales: OpResult[TensorType] | None  # the computed scales (dynamic schemes)
-        zero_point: SSAValue | None  # the runtime zero point (variants)
-
-
-class _NormMixin(NormOp):
-    """Checks shared by the norm ops: x, residual, weight, epsilon."""
-
-    def _verify_norm(self) -> TensorType:
-        x = check.activation(self.x)
-        if isinstance(self, ResidualNormOp):
-            check.same_shape(self.residual, x, "residual", None)
-            check.activation(self.residual, "residual")
-        check.weight(self.weight, x)
-        check.epsilon(self.epsilon, self.epsilon_value)
-        if "rounded_sum" in self.attributes and not isinstance(self, ResidualNormOp):
-            raise VerifyException(
-                "rounded_sum applies to the fused add ops (there is no sum to round here)"
-            )
-        return x
-
-
-class _QuantMixin(QuantOp):
-    """Quant ops describe their quantization as a QuantScheme, whatever their form."""
-
-
-class _UnfusedQuantMixin(_QuantMixin):
-    """An unfused quant: its scheme is its name, plus an optional `variant` property
-    (default: the OPS.md row) and an optional runtime `zero_point` operand."""
-
-    variant = opt_prop_def(QuantVariantAttr)
-    zero_point = opt_operand_def(TensorType)
-
-    def quant_variant(self) -> QuantVariant:
-        return DEFAULT_VARIANT if self.variant is None else self.variant.to_variant()
-
-    def zero_point_operand(self) -> SSAValue | None:
-        return self.zero_point
-
-    def _scheme(self, dtype: Any, static: bool, granularity: Granularity) -> QuantScheme:
-        return QuantScheme(dtype, static, granularity, variant=self.quant_variant())
-
-    def _verify_variant(self, x: TensorType) -> QuantScheme:
-        """The scheme, or a VerifyException naming the variant that does not fit the op."""
-        try:
-            scheme = self.scheme_with(self._q_dtype())
-        except ValueError as e:
-            raise VerifyException(
-                f"variant {self.variant} does not fit {self.SEMANTIC_NAME}: "
-                f"{scheme_problem(e)}"
-            ) from None
-        check.zero_point(self.zero_point, x, scheme)
-        return scheme
-
-
-# --- unfused norm ops --------------------------------------------------------------------
-
-
-class RmsNormSignature(_NormMixin):
-    SEMANTIC_NAME: ClassVar[str] = "rms_norm"
-    assembly_format = f"$x {_WEIGHT} {_EPS} attr-dict `:` type($x) `->` type($out)"
-    x = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    epsilon_value = opt_operand_def()
-    epsilon = opt_prop_def(FloatAttr[Float64Type])
-    variance_size = opt_prop_def(IntegerAttr[I64])
-    out = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = self._verify_norm()
-        check.same_shape(self.out, x, "out", x.element_type)
-        if self.variance_size is not None:
-            size, hidden = self.variance_size.value.data, check.hidden_size(x)
-            if size <= 0 or (hidden >= 0 and size > hidden):
-                raise VerifyException(
-                    f"variance_size {size} must be in 1..{hidden} (the hidden size)"
-                )
-
-
-class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
-    SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm"
-    assembly_format = (
-        f"$x `,` $residual {_WEIGHT} {_EPS} attr-dict `:` type($x) `,` type($residual) "
-        "`->` type($out) `,` type($residual_out)"
-    )
-    x = operand_def(TensorType)
-    residual = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    epsilon_value = opt_operand_def()
-    epsilon = opt_prop_def(FloatAttr[Float64Type])
-    rounded_sum = opt_prop_def(UnitAttr)  # the variant (ResidualNormOp)
-    out = result_def(TensorType)
-    residual_out = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = self._verify_norm()
-        check.same_shape(self.out, x, "out", x.element_type)
-        check.same_shape(self.residual_out, x, "residual_out", x.element_type)
-
-
-# --- unfused quant ops -------------------------------------------------------------------
-
-
-class StaticScaledFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
-    assembly_format = f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` type($scale) `->` type($q)"
-    x = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    q = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.static_scale(self.scale)
-        check.quant_result(self.q, x, "fp8")
-        self._verify_variant(x)
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, True, "tensor")
-
-    def static_scale(self) -> SSAValue | None:
-        return self.scale
-
-
-class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
-    SEMANTIC_NAME: ClassVar[str] = "static_scaled_int8_quant"
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.static_scale(self.scale)
-        check.quant_result(self.q, x, "int8")
-        self._verify_variant(x)
-
-
-class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
-    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scale)"
-    x = operand_def(TensorType)
-    q = result_def(TensorType)
-    scale = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scale, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, False, "tensor")
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scale
-
-
-class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
-    assembly_format = (
-        f"$x {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
-    )
-    x = operand_def(TensorType)
-    scale_ub = opt_operand_def(TensorType)
-    q = result_def(TensorType)
-    scales = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        if self.scale_ub is not None:
-            check.static_scale(self.scale_ub, "scale_ub")
-        check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, False, "token")
-
-    def scale_upper_bound(self) -> SSAValue | None:
-        return self.scale_ub
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-
-class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
-    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
-    x = operand_def(TensorType)
-    q = result_def(TensorType)
-    scales = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.quant_result(self.q, x, "int8")
-        check.scales_result(self.scales, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, False, "token")
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-
-class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
-    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
-    x = operand_def(TensorType)
-    group_size = prop_def(IntegerAttr[I64])
-    column_major_scales = opt_prop_def(BoolAttr)
-    use_ue8m0 = opt_prop_def(BoolAttr)
-    eps = opt_prop_def(FloatAttr[Float64Type])
-    q = result_def(TensorType)
-    scales = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.group_size(x, self.group_size.value.data)
-        check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return QuantScheme(
-            dtype,
-            static=False,
-            granularity="group",
-            group_size=self.group_size.value.data,
-            column_major_scales=_flag(self.column_major_scales),
-            use_ue8m0=_flag(self.use_ue8m0),
-            group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
-            variant=self.quant_variant(),
-        )
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-
-# --- fused ops ---------------------------------------------------------------------------
-
-
-class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
-    """A fused op's scheme is its `scheme` attribute plus its `q` element type."""
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self.scheme.to_scheme(dtype)
-
-    def static_scale(self) -> SSAValue | None:
-        return self.scale
-
-    def scale_upper_bound(self) -> SSAValue | None:
-        return self.scale_ub
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-    def zero_point_operand(self) -> SSAValue | None:
-        return self.zero_point
-
-    def _verify_scheme(self, x: TensorType, q_shape_of: TensorType) -> None:
-        dtype = check.quant_result(self.q, q_shape_of, "fp8 or int8")
-        self._verify_zero_point(q_shape_of, dtype)
-        try:
-            scheme = self.scheme.to_scheme(dtype)
-        except ValueError as e:
-            raise VerifyException(
-                f"scheme {self.scheme} does not fit result element type "
-                f"{self.q.type.element_type}: "
-                f"{scheme_problem(e)}"
-            ) from None
-        if scheme.static:
-            if self.scale is None:
-                raise VerifyException("a static scheme needs a scale(...) operand")
-            check.static_scale(self.scale)
-            if self.scales is not None:
-                raise VerifyException(
-                    "a static scheme has no scales result (the scale is an input)"
-                )
-        else:
-            if self.scale is not None:
-                raise VerifyException("a dynamic scheme computes its scales: remove scale(...)")
-            if self.scales is None:
-                raise VerifyException("a dynamic scheme needs a scales result")
-            if scheme.granularity == "tensor":
-                raise VerifyException(
-                    "dynamic per-tensor quantization cannot be fused (it needs a global reduction)"
-                )
-            check.scales_result(self.scales, q_shape_of, scheme)
-        if self.scale_ub is not None:
-            if scheme.static or scheme.granularity != "token" or not scheme.is_fp8:
-                raise VerifyException("scale_ub applies to dynamic per-token fp8 only")
-            check.static_scale(self.scale_ub, "scale_ub")
-
-    def _verify_zero_point(self, q_shape_of: TensorType, dtype: DType) -> None:
-        zp = self.zero_point
-        if zp is not None:
-            try:
-                scheme = self.scheme.to_scheme(dtype)
-            except ValueError:
-                return  # reported by _verify_scheme
-            check.zero_point(zp, q_shape_of, scheme)
-
-
-class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
-    SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
-    assembly_format = (
-        f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
-        f"`->` type($q) {_SCALES}"
-    )
-    x = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    scale = opt_operand_def(TensorType)
-    scale_ub = opt_operand_def(TensorType)
-    zero_point = opt_operand_def(TensorType)
-    epsilon_value = opt_operand_def()
-    epsilon = opt_prop_def(FloatAttr[Float64Type])
-    scheme = prop_def(QuantSchemeAttr)
-    q = result_def(TensorType)
-    scales = opt_result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = self._verify_norm()
-        self._verify_scheme(x, x)
-
-
-class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp):
-    SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm_quant"
-    assembly_format = (
-        f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
-        f"`,` type($residual) `->` type($q) `,` type($residual_out) {_SCALES}"
-    )
-    x = operand_def(TensorType)
-    residual = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    scale = opt_operand_def(TensorType)
-    scale_ub = opt_operand_def(TensorType)
-    zero_point = opt_operand_def(TensorType)
-    epsilon_value = opt_operand_def()
-    epsilon = opt_prop_def(FloatAttr[Float64Type])
-    rounded_sum = opt_prop_def(UnitAttr)  # the variant (ResidualNormOp)
-    scheme = prop_def(QuantSchemeAttr)
-    q = result_def(TensorType)
-    residual_out = result_def(TensorType)
-    scales = opt_result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = self._verify_norm()
-        check.same_shape(self.residual_out, x, "residual_out", x.element_type)
-        self._verify_scheme(x, x)
-
-
-def _flag(attr: BoolAttr | None) -> bool:
-    return attr is not None and bool(attr.value.data)
-
-
-# --- the activation-and-mul family -------------------------------------------------------
-#
-# One signature family, parameterised by the activation (ops/activations.py): `act(gate) *
-# up` on x[..., 2d] (gate and up halves) or, with `up(%u : ...)`, on x = gate[..., d] and
-# up[..., d]. Each activation has an unfused op and a fused quant op; the subclasses only
-# name them, so every check below holds for all of them alike.
-
-
-class ActAndMulOp(SemanticSignature):
-    """The act-and-mul family: `act(gate) * up`, plain or fused with a quant."""
-
-    ACTIVATION: ClassVar[str]  # "silu", "gelu" or "gelu_tanh" (ops/activations.py)
-
-    if TYPE_CHECKING:
-        up: SSAValue | None  # None: x holds the gate and up halves
-
-
-class _ActAndMulMixin(ActAndMulOp):
-    def _verify_act(self, result: SSAValue, what: str) -> TensorType:
-        """Checks x and up; returns the shape the result has (element type of x)."""
-        x = check.activation(self.x)
-        up = self.up
-        if up is not None:
-            check.same_shape(up, x, "up", x.element_type)
-            check.same_shape(result, x, what, None)
-            return x
-        h = check.hidden_size(x)
-        if h >= 0 and h % 2:
-            raise VerifyException(
-                f"x needs an even last dimension (gate and up halves), got {h};"
-                " or pass the up projection as up(...)"
-            )
-        t = check.tensor_of(result, what)
-        half = TensorType(x.element_type, (*x.get_shape()[:-1], h // 2 if h >= 0 else h))
-        if not check.shapes_agree(t.get_shape(), half.get_shape()):
-            raise VerifyException(
-                f"{what} must have the shape of x with the last dimension halved, got {t}"
-            )
-        return half
-
-
-class _ActAndMulSignature(_ActAndMulMixin):
-    assembly_format = f"$x {_UP} attr-dict `:` type($x) `->` type($out)"
-    x = operand_def(TensorType)
-    up = opt_operand_def(TensorType)
-    out = result_def(TensorType)
-
-    def verify_(self) -> None:
-        shape = self._verify_act(self.out, "out")
-        check.same_shape(self.out, shape, "out", shape.element_type)
-
-
-class _ActAndMulQuantSignature(_FusedQuantMixin, _ActAndMulMixin):
-    assembly_format = (
-        f"$x {_UP} {_SCALE} {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) {_SCALES}"
-    )
-    x = operand_def(TensorType)
-    up = opt_operand_def(TensorType)
-    scale = opt_operand_def(TensorType)
-    scale_ub = opt_operand_def(TensorType)
-    zero_point = opt_operand_def(TensorType)
-    scheme = prop_def(QuantSchemeAttr)
-    q = result_def(TensorType)
-    scales = opt_result_def(TensorType)
-
-    def verify_(self) -> None:
-        shape = self._verify_act(self.q, "q")
-        self._verify_scheme(check.activation(self.x), shape)
 
 
 class SiluAndMulSignature(_ActAndMulSignature):
@@ -624,6 +71,13 @@ class GeluTanhAndMulSignature(_ActAndMulSignature):
     ACTIVATION: ClassVar[str] = "gelu_tanh"
 
 
+class GeluAndMulSparseSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_sparse"
+    ACTIVATION: ClassVar[str] = "gelu"
+    std_multiplier = prop_def(FloatAttr[Float64Type])
+    approximate = opt_prop_def(StringAttr)
+
+
 class SiluAndMulQuantSignature(_ActAndMulQuantSignature):
     SEMANTIC_NAME: ClassVar[str] = "silu_and_mul_quant"
     ACTIVATION: ClassVar[str] = "silu"
@@ -637,74 +91,6 @@ class GeluAndMulQuantSignature(_ActAndMulQuantSignature):
 class GeluTanhAndMulQuantSignature(_ActAndMulQuantSignature):
     SEMANTIC_NAME: ClassVar[str] = "gelu_tanh_and_mul_quant"
     ACTIVATION: ClassVar[str] = "gelu_tanh"
-
-
-class GeluAndMulSparseSignature(_ActAndMulSignature):
-    """vLLM IR's gelu_and_mul_sparse: the gate sparsified per row before the GELU
-    (`std_multiplier` f64, `approximate` "none" or "tanh", absent = "none")."""
-
-    SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_sparse"
-    ACTIVATION: ClassVar[str] = "gelu"
-    std_multiplier = prop_def(FloatAttr[Float64Type])
-    approximate = opt_prop_def(StringAttr)
-
-    def verify_(self) -> None:
-        super().verify_()
-        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
-            raise VerifyException(
-                f"approximate must be \"none\" or \"tanh\", got {self.approximate.data!r}"
-            )
-
-
-ACT_SIGNATURES: tuple[type[_ActAndMulSignature], ...] = (
-    SiluAndMulSignature, GeluAndMulSignature, GeluTanhAndMulSignature,
-)
-ACT_QUANT_SIGNATURES: tuple[type[_ActAndMulQuantSignature], ...] = (
-    SiluAndMulQuantSignature, GeluAndMulQuantSignature, GeluTanhAndMulQuantSignature,
-)
-# The signatures, in the order of docs/OPS.md (unfused, fused); every dialect has one op each.
-SIGNATURES: tuple[type[SemanticSignature], ...] = (
-    RmsNormSignature,
-    FusedAddRmsNormSignature,
-    StaticScaledFp8QuantSignature,
-    StaticScaledInt8QuantSignature,
-    DynamicScaledFp8QuantSignature,
-    DynamicPerTokenScaledFp8QuantSignature,
-    DynamicPerTokenScaledInt8QuantSignature,
-    PerTokenGroupFp8QuantSignature,
-    RmsNormQuantSignature,
-    FusedAddRmsNormQuantSignature,
-    *ACT_SIGNATURES,
-    GeluAndMulSparseSignature,
-    *ACT_QUANT_SIGNATURES,
-)
-
-
-_Sig = TypeVar("_Sig", bound=SemanticSignature)
-
-
-def define_op(
-    dialect: str,
-    signature: type[_Sig],
-    extra: dict[str, object] | None = None,
-    interfaces: tuple[type[SemanticSignature], ...] = (),
-) -> type[_Sig]:
-    """Declare `<dialect>.<semantic op>`: the signature's operands, results, syntax and
-    verifier, for a dialect whose ops are derived from the signatures (providers, auto).
-
-    `extra` adds class attributes, e.g. the implementation properties of a provider op;
-    `interfaces` adds base classes after the signature (e.g. auto's AutoSelectionOp).
-    """
-    body: dict[str, object] = {
-        "name": f"{dialect}.{signature.SEMANTIC_NAME}",
-        "__module__": f"vllm_xdsl.dialects.{dialect}",
-        **(extra or {}),
-    }
-    class_name = "".join(p.title() for p in signature.SEMANTIC_NAME.split("_")) + "Op"
-    return cast("type[_Sig]", irdl_op_definition(type(class_name, (signature, *interfaces), body)))
-
-
-# --- the vllm ops: a signature and a name (syntax, verifier and traits come with it) -------
 
 
 @irdl_op_definition
@@ -723,11 +109,6 @@ class StaticScaledFp8QuantOp(StaticScaledFp8QuantSignature):
 
 
 @irdl_op_definition
-class StaticScaledInt8QuantOp(StaticScaledInt8QuantSignature):
-    name = "vllm.static_scaled_int8_quant"
-
-
-@irdl_op_definition
 class DynamicScaledFp8QuantOp(DynamicScaledFp8QuantSignature):
     name = "vllm.dynamic_scaled_fp8_quant"
 
@@ -738,23 +119,18 @@ class DynamicPerTokenScaledFp8QuantOp(DynamicPerTokenScaledFp8QuantSignature):
 
 
 @irdl_op_definition
-class DynamicPerTokenScaledInt8QuantOp(DynamicPerTokenScaledInt8QuantSignature):
-    name = "vllm.dynamic_per_token_scaled_int8_quant"
-
-
-@irdl_op_definition
 class PerTokenGroupFp8QuantOp(PerTokenGroupFp8QuantSignature):
     name = "vllm.per_token_group_fp8_quant"
 
 
 @irdl_op_definition
-class RmsNormQuantOp(RmsNormQuantSignature):
-    name = "vllm.rms_norm_quant"
+class StaticScaledInt8QuantOp(StaticScaledInt8QuantSignature):
+    name = "vllm.static_scaled_int8_quant"
 
 
 @irdl_op_definition
-class FusedAddRmsNormQuantOp(FusedAddRmsNormQuantSignature):
-    name = "vllm.fused_add_rms_norm_quant"
+class DynamicPerTokenScaledInt8QuantOp(DynamicPerTokenScaledInt8QuantSignature):
+    name = "vllm.dynamic_per_token_scaled_int8_quant"
 
 
 @irdl_op_definition
@@ -773,6 +149,21 @@ class GeluTanhAndMulOp(GeluTanhAndMulSignature):
 
 
 @irdl_op_definition
+class GeluAndMulSparseOp(GeluAndMulSparseSignature):
+    name = "vllm.gelu_and_mul_sparse"
+
+
+@irdl_op_definition
+class RmsNormQuantOp(RmsNormQuantSignature):
+    name = "vllm.rms_norm_quant"
+
+
+@irdl_op_definition
+class FusedAddRmsNormQuantOp(FusedAddRmsNormQuantSignature):
+    name = "vllm.fused_add_rms_norm_quant"
+
+
+@irdl_op_definition
 class SiluAndMulQuantOp(SiluAndMulQuantSignature):
     name = "vllm.silu_and_mul_quant"
 
@@ -787,35 +178,97 @@ class GeluTanhAndMulQuantOp(GeluTanhAndMulQuantSignature):
     name = "vllm.gelu_tanh_and_mul_quant"
 
 
-@irdl_op_definition
-class GeluAndMulSparseOp(GeluAndMulSparseSignature):
-    name = "vllm.gelu_and_mul_sparse"
-
-
+# The signatures, in the catalog's order (unfused, then fused): the provider
+# dialects and auto declare one op of each.
+SIGNATURES: tuple[type[SemanticSignature], ...] = (
+    RmsNormSignature,
+    FusedAddRmsNormSignature,
+    StaticScaledFp8QuantSignature,
+    DynamicScaledFp8QuantSignature,
+    DynamicPerTokenScaledFp8QuantSignature,
+    PerTokenGroupFp8QuantSignature,
+    StaticScaledInt8QuantSignature,
+    DynamicPerTokenScaledInt8QuantSignature,
+    SiluAndMulSignature,
+    GeluAndMulSignature,
+    GeluTanhAndMulSignature,
+    GeluAndMulSparseSignature,
+    RmsNormQuantSignature,
+    FusedAddRmsNormQuantSignature,
+    SiluAndMulQuantSignature,
+    GeluAndMulQuantSignature,
+    GeluTanhAndMulQuantSignature,
+)
 VLLM_OPS: tuple[type[SemanticSignature], ...] = (
     RmsNormOp,
     FusedAddRmsNormOp,
     StaticScaledFp8QuantOp,
-    StaticScaledInt8QuantOp,
     DynamicScaledFp8QuantOp,
     DynamicPerTokenScaledFp8QuantOp,
-    DynamicPerTokenScaledInt8QuantOp,
     PerTokenGroupFp8QuantOp,
-    RmsNormQuantOp,
-    FusedAddRmsNormQuantOp,
+    StaticScaledInt8QuantOp,
+    DynamicPerTokenScaledInt8QuantOp,
     SiluAndMulOp,
     GeluAndMulOp,
     GeluTanhAndMulOp,
+    GeluAndMulSparseOp,
+    RmsNormQuantOp,
+    FusedAddRmsNormQuantOp,
     SiluAndMulQuantOp,
     GeluAndMulQuantOp,
     GeluTanhAndMulQuantOp,
-    GeluAndMulSparseOp,
 )
-
 # Semantic op name -> vllm op class.
 OPS_BY_NAME: dict[str, type[SemanticSignature]] = {op.SEMANTIC_NAME: op for op in VLLM_OPS}
 
-Vllm = Dialect("vllm", list(VLLM_OPS), [
-    QuantSchemeAttr, QuantVariantAttr, QuantModeAttr, QuantGranularityAttr, VariantScalingAttr,
-    VariantFloorAttr, RoundingDTypeAttr,
-])
+Vllm = Dialect("vllm", list(VLLM_OPS), list(ATTRIBUTES))
+
+__all__ = [
+    "OPS_BY_NAME",
+    "SIGNATURES",
+    "VLLM_OPS",
+    "ActAndMulOp",
+    "DynamicPerTokenScaledFp8QuantOp",
+    "DynamicPerTokenScaledFp8QuantSignature",
+    "DynamicPerTokenScaledInt8QuantOp",
+    "DynamicPerTokenScaledInt8QuantSignature",
+    "DynamicScaledFp8QuantOp",
+    "DynamicScaledFp8QuantSignature",
+    "FusedAddRmsNormOp",
+    "FusedAddRmsNormQuantOp",
+    "FusedAddRmsNormQuantSignature",
+    "FusedAddRmsNormSignature",
+    "FusedQuantOp",
+    "GeluAndMulOp",
+    "GeluAndMulQuantOp",
+    "GeluAndMulQuantSignature",
+    "GeluAndMulSignature",
+    "GeluAndMulSparseOp",
+    "GeluAndMulSparseSignature",
+    "GeluTanhAndMulOp",
+    "GeluTanhAndMulQuantOp",
+    "GeluTanhAndMulQuantSignature",
+    "GeluTanhAndMulSignature",
+    "NormOp",
+    "PerTokenGroupFp8QuantOp",
+    "PerTokenGroupFp8QuantSignature",
+    "QuantOp",
+    "ResidualNormOp",
+    "RmsNormOp",
+    "RmsNormQuantOp",
+    "RmsNormQuantSignature",
+    "RmsNormSignature",
+    "SemanticSignature",
+    "SiluAndMulOp",
+    "SiluAndMulQuantOp",
+    "SiluAndMulQuantSignature",
+    "SiluAndMulSignature",
+    "StaticScaledFp8QuantOp",
+    "StaticScaledFp8QuantSignature",
+    "StaticScaledInt8QuantOp",
+    "StaticScaledInt8QuantSignature",
+    "Vllm",
+    "define_op",
+    "has_rounded_sum",
+    "op_class_name",
+]

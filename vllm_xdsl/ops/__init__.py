@@ -29,32 +29,21 @@ from vllm_xdsl.ops.impl import Impl, RegistrationError, TensorMeta
 from vllm_xdsl.ops.op import SemanticOp
 from vllm_xdsl.ops.policy import DispatchError, parse_priority, priority, set_priority
 
-# One SemanticOp per catalog spec (vllm_xdsl/core/catalog.py): the declaration lives there.
-rms_norm = SemanticOp.from_spec(catalog.RMS_NORM)
-fused_add_rms_norm = SemanticOp.from_spec(catalog.FUSED_ADD_RMS_NORM)
-static_scaled_fp8_quant = SemanticOp.from_spec(catalog.STATIC_SCALED_FP8_QUANT)
-dynamic_scaled_fp8_quant = SemanticOp.from_spec(catalog.DYNAMIC_SCALED_FP8_QUANT)
-dynamic_per_token_scaled_fp8_quant = SemanticOp.from_spec(catalog.DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT)
-per_token_group_fp8_quant = SemanticOp.from_spec(catalog.PER_TOKEN_GROUP_FP8_QUANT)
-static_scaled_int8_quant = SemanticOp.from_spec(catalog.STATIC_SCALED_INT8_QUANT)
-dynamic_per_token_scaled_int8_quant = SemanticOp.from_spec(
-    catalog.DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT
-)
-silu_and_mul = SemanticOp.from_spec(catalog.SILU_AND_MUL)
-gelu_and_mul = SemanticOp.from_spec(catalog.GELU_AND_MUL)
-gelu_tanh_and_mul = SemanticOp.from_spec(catalog.GELU_TANH_AND_MUL)
-gelu_and_mul_sparse = SemanticOp.from_spec(catalog.GELU_AND_MUL_SPARSE)
-
-rms_norm_quant = SemanticOp.from_spec(catalog.RMS_NORM_QUANT)
-fused_add_rms_norm_quant = SemanticOp.from_spec(catalog.FUSED_ADD_RMS_NORM_QUANT)
-silu_and_mul_quant = SemanticOp.from_spec(catalog.SILU_AND_MUL_QUANT)
-gelu_and_mul_quant = SemanticOp.from_spec(catalog.GELU_AND_MUL_QUANT)
-gelu_tanh_and_mul_quant = SemanticOp.from_spec(catalog.GELU_TANH_AND_MUL_QUANT)
-
+# One SemanticOp per catalog spec (vllm_xdsl/core/catalog.py), where each op is declared:
+# `ops.rms_norm` is ALL_OPS["rms_norm"], made from catalog.RMS_NORM.
 UNFUSED: tuple[str, ...] = tuple(spec.name for spec in catalog.UNFUSED_SPECS)
 FUSED: tuple[str, ...] = tuple(spec.name for spec in catalog.FUSED_SPECS)
-ALL_OPS: dict[str, SemanticOp] = {name: globals()[name] for name in catalog.SPECS}
-assert all(op.spec is catalog.SPECS[name] for name, op in ALL_OPS.items())
+ALL_OPS: dict[str, SemanticOp] = {
+    name: SemanticOp.from_spec(spec) for name, spec in catalog.SPECS.items()
+}
+globals().update(ALL_OPS)
+
+
+def __getattr__(name: str) -> SemanticOp:
+    """Only reached for a name that is no op (the ops are module attributes already); to
+    the type checker it says that `ops.<op>` is a SemanticOp."""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ALL_OPS",

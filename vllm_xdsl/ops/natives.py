@@ -15,11 +15,6 @@ from torch import Tensor
 from vllm_xdsl.core.dtypes import INT8_MAX, fp8_max
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
-from vllm_xdsl.ops.activations import (  # noqa: F401  (natives of the act-and-mul family)
-    gelu_and_mul,
-    gelu_tanh_and_mul,
-    silu_and_mul,
-)
 from vllm_xdsl.ops.natives_variant import quantize_variant
 
 _F32 = torch.float32

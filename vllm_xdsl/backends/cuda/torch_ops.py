@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from vllm_xdsl import ops
 from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
@@ -189,7 +190,7 @@ def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Ten
 
 
 def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..., Any]:
-    native = getattr(N, name, None) or getattr(F, name)
+    native = ops.ALL_OPS[name].native
 
     def call(*args: Any, **kwargs: Any) -> Any:
         return custom(*args, **kwargs)

@@ -1,0 +1,206 @@
+"""Generate vllm_xdsl/dialects/vllm.py, the `vllm` dialect's ops, from the catalog.
+
+    python -m vllm_xdsl.tools.gen_vllm_dialect           # rewrite vllm.py
+    python -m vllm_xdsl.tools.gen_vllm_dialect --check   # exit 1 if vllm.py is stale
+
+As MLIR's ODS generates op classes from TableGen records, this writes one real class per
+semantic op (a reader can find `GeluAndMulOp`, and its syntax is its family's, one import
+away) from the one declaration of the op, its catalog spec. What is per op is data there:
+the name, the family, the activation, an act-and-mul member's own scalar parameters (its
+properties). What is per family is code, written by hand in dialects/vllm_families.py: the
+operands, the assembly format, the verifier, and the bespoke signature of each norm and
+quant op (their operands and checks are not the same from op to op). test_gen_vllm_dialect.py
+fails while vllm.py and the catalog disagree, so the generated file is never edited by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vllm_xdsl.core import catalog
+from vllm_xdsl.core.catalog import OpSpec, Param
+from vllm_xdsl.dialects import vllm_families
+from vllm_xdsl.dialects.vllm_families import op_class_name
+
+TARGET = Path(vllm_families.__file__).with_name("vllm.py")
+
+_HEADER = '''"""The `vllm` dialect: one op per semantic operation of docs/OPS.md.
+
+GENERATED from vllm_xdsl/core/catalog.py by `python -m vllm_xdsl.tools.gen_vllm_dialect`:
+do not edit. Change the catalog (or a family in vllm_families.py, where each family's
+operands, syntax and verifier are written) and run it again.
+
+Ops say what is computed, never how. Operand order and names follow OPS.md; optional
+operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
+`scale_ub(...)`, `up(...)`), types next to them, so the syntax stays readable:
+
+    %y = vllm.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-05 : f64}
+           : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+    %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
+           {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
+           : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+    %a = vllm.gelu_tanh_and_mul %gate up(%up : tensor<?x8192xbf16>)
+           : tensor<?x8192xbf16> -> tensor<?x8192xbf16>
+    %y, %r = vllm.fused_add_rms_norm %x, %res {epsilon = 1.0e-06 : f64, rounded_sum}
+           : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+
+Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
+(`epsilon(%e : tensor<f64>)`) when the graph passes it in.
+"""
+'''
+
+# The act-and-mul families' members are generated on these bases; every other op's
+# signature is written in vllm_families.py.
+_ACT_BASES = {
+    ("act_and_mul", False): "_ActAndMulSignature",
+    ("act_and_mul", True): "_ActAndMulQuantSignature",
+    ("sparse_act_and_mul", False): "_ActAndMulSignature",
+}
+# A member's own scalar parameter -> its property's constraint (builtin attributes).
+_PROPERTY_TYPES = {"float": "FloatAttr[Float64Type]", "int": "IntegerAttr[I64]",
+                   "str": "StringAttr"}
+# The parameters its family already carries: the operands, and a fused op's quant scheme.
+_FAMILY_PARAMS = {"x", "up", *(p.name for p in catalog.SCHEME_PARAMS)}
+
+
+# Names the generated module takes from elsewhere (typing, xDSL), not from the families.
+_GENERATED_ELSEWHERE = {"ClassVar", "Dialect", "irdl_op_definition", "prop_def", "opt_prop_def",
+                        "FloatAttr", "Float64Type", "I64", "IntegerAttr", "StringAttr"}
+
+
+class GenerateError(Exception):
+    """The catalog asks for something the generator cannot derive."""
+
+
+def _own_scalars(spec: OpSpec) -> list[Param]:
+    return [p for p in spec.params if p.name not in _FAMILY_PARAMS]
+
+
+def _property(spec: OpSpec, p: Param) -> tuple[str, str]:
+    """(the property's definition, its constraint)."""
+    if p.kind not in _PROPERTY_TYPES:
+        raise GenerateError(f"{spec.name}: parameter {p.name!r} of kind {p.kind!r}: an "
+                            f"act-and-mul member's own parameters are {', '.join(_PROPERTY_TYPES)}")
+    define = "opt_prop_def" if p.has_default or p.optional else "prop_def"
+    return define, _PROPERTY_TYPES[p.kind]
+
+
+def _signature(spec: OpSpec, names: set[str]) -> tuple[str, list[str]]:
+    """(the signature class's name, the lines that declare it, empty if hand-written);
+    adds the names those lines use to `names`."""
+    name = op_class_name(spec.name).removesuffix("Op") + "Signature"
+    base = _ACT_BASES.get((spec.family, spec.fused))
+    if base is None:
+        written = getattr(vllm_families, name, None)
+        if getattr(written, "SEMANTIC_NAME", None) != spec.name:
+            raise GenerateError(f"{spec.name}: vllm_families.py has no {name} for it (a "
+                                f"{spec.family} op's signature is written by hand)")
+        names.add(name)
+        return name, []
+    names |= {base, "ClassVar"}
+    lines = [
+        "", "",
+        f"class {name}({base}):",
+        f'    SEMANTIC_NAME: ClassVar[str] = "{spec.name}"',
+        f'    ACTIVATION: ClassVar[str] = "{spec.activation}"',
+    ]
+    for p in _own_scalars(spec):
+        define, constraint = _property(spec, p)
+        names |= {define, *constraint.replace("[", " ").replace("]", " ").split()}
+        lines.append(f"    {p.name} = {define}({constraint})")
+    return name, lines
+
+
+def _families_public() -> list[str]:
+    """The families' public classes and functions, re-exported (`vllm.NormOp`, ...)."""
+    return sorted(
+        n for n, v in vars(vllm_families).items()
+        if not n.startswith("_") and getattr(v, "__module__", None) == vllm_families.__name__
+    )
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # isort's (and ruff's) order by type: CONSTANTS, Classes, functions.
+    bare = name.lstrip("_")
+    return (0 if bare.isupper() else 1 if bare[:1].isupper() else 2, name)
+
+
+def render() -> str:
+    """The text of vllm.py for the current catalog."""
+    names: set[str] = {"SemanticSignature", "ATTRIBUTES", "irdl_op_definition", "Dialect"}
+    signatures: list[str] = []
+    body: list[str] = []
+    for spec in catalog.SPECS.values():
+        sig, lines = _signature(spec, names)
+        signatures.append(sig)
+        body += lines
+    ops = [op_class_name(s.name) for s in catalog.SPECS.values()]
+    for spec, op, sig in zip(catalog.SPECS.values(), ops, signatures, strict=True):
+        body += ["", "", "@irdl_op_definition", f"class {op}({sig}):",
+                 f'    name = "vllm.{spec.name}"']
+
+    def imported(module: str, candidates: set[str]) -> list[str]:
+        chosen = sorted(candidates & names, key=_isort_key)
+        return [f"from {module} import {', '.join(chosen)}"] if chosen else []
+
+    families = sorted({*_families_public(), *(names - _GENERATED_ELSEWHERE)}, key=_isort_key)
+    out = [_HEADER, "from __future__ import annotations", ""]
+    if "ClassVar" in names:
+        out += ["from typing import ClassVar", ""]
+    out += imported("xdsl.dialects.builtin", {"FloatAttr", "Float64Type", "I64", "IntegerAttr",
+                                              "StringAttr"})
+    out += imported("xdsl.ir", {"Dialect"})
+    out += imported("xdsl.irdl", {"irdl_op_definition", "opt_prop_def", "prop_def"})
+    out += ["", "from vllm_xdsl.dialects.vllm_families import (",
+            *(f"    {n}," for n in families), ")"]
+    out += body
+    out += ["", "",
+            "# The signatures, in the catalog's order (unfused, then fused): the provider",
+            "# dialects and auto declare one op of each.",
+            "SIGNATURES: tuple[type[SemanticSignature], ...] = (",
+            *(f"    {s}," for s in signatures), ")",
+            "VLLM_OPS: tuple[type[SemanticSignature], ...] = (",
+            *(f"    {o}," for o in ops), ")",
+            "# Semantic op name -> vllm op class.",
+            "OPS_BY_NAME: dict[str, type[SemanticSignature]] = "
+            "{op.SEMANTIC_NAME: op for op in VLLM_OPS}",
+            "",
+            'Vllm = Dialect("vllm", list(VLLM_OPS), list(ATTRIBUTES))',
+            "",
+            "__all__ = [",
+            *(f'    "{n}",' for n in sorted({*_families_public(), *signatures, *ops,
+                                            "SIGNATURES", "VLLM_OPS", "OPS_BY_NAME", "Vllm"},
+                                           key=_isort_key)),
+            "]",
+            ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vllm_xdsl.tools.gen_vllm_dialect",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="do not write; exit 1 if vllm.py differs from the catalog's")
+    args = parser.parse_args(argv)
+    try:
+        text = render()
+    except GenerateError as e:
+        print(f"gen_vllm_dialect: error: {e}", file=sys.stderr)
+        return 1
+    current = TARGET.read_text() if TARGET.exists() else ""
+    if args.check:
+        if current != text:
+            print(f"gen_vllm_dialect: {TARGET} is stale: run python -m "
+                  "vllm_xdsl.tools.gen_vllm_dialect", file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        TARGET.write_text(text)
+        print(f"wrote {TARGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
