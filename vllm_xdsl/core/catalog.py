@@ -87,6 +87,16 @@ class OpSpec:
     def result_names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.results)
 
+    @property
+    def own_scalars(self) -> tuple[Param, ...]:
+        """An act-and-mul member's own scalar parameters (gelu_and_mul_sparse's
+        std_multiplier): those its family does not carry (x, up, a fused op's scheme). Its
+        vllm op has them as properties, its kernels take them as arguments."""
+        if self.activation is None:
+            return ()
+        family = {"x", "up", *(p.name for p in _SCHEME)}
+        return tuple(p for p in self.params if p.name not in family)
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.core import catalog
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.tolerance import Kind
@@ -102,6 +103,12 @@ def _zero_point(kind: str | None, tokens: int, device: str, seed: int, groups: i
 def _rand(shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int, scale: float = 1.0):
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(shape, generator=g) * scale).to(device=device, dtype=dtype)
+
+
+def _own_defaults(op: str) -> tuple[Any, ...]:
+    """An act-and-mul op's own scalar parameters at their defaults (its own tests vary
+    them); they come before `up`, as in the native."""
+    return tuple(p.default for p in catalog.SPECS[op].own_scalars)
 
 
 def _group_sizes(hidden: int) -> tuple[int, ...]:
@@ -216,8 +223,9 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                 xs[0] = 0  # a zero row: s = 0, q = 0
             yield Case(op, dtype, (xs,), base)
         elif op in ACTIVATIONS:  # x = [gate | up], and gate with a separate up
-            yield Case(op, dtype, (x(shape=(t, 2 * h)),), f"{dt} T={t} d={h}")
-            yield Case(op, dtype, (x(), x()), f"{dt} T={t} d={h} up")
+            own = _own_defaults(op)
+            yield Case(op, dtype, (x(shape=(t, 2 * h)), *own), f"{dt} T={t} d={h}")
+            yield Case(op, dtype, (x(), *own, x()), f"{dt} T={t} d={h} up")
         elif op == "gelu_and_mul_sparse":  # vLLM's Gemma-3n sparsity (0.95), both GELUs
             for approximate in ("none", "tanh"):
                 lab = f"{dt} T={t} d={h} approximate={approximate}"

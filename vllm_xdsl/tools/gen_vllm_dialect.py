@@ -61,8 +61,6 @@ _ACT_BASES = {
 # A member's own scalar parameter -> its property's constraint (builtin attributes).
 _PROPERTY_TYPES = {"float": "FloatAttr[Float64Type]", "int": "IntegerAttr[I64]",
                    "str": "StringAttr"}
-# The parameters its family already carries: the operands, and a fused op's quant scheme.
-_FAMILY_PARAMS = {"x", "up", *(p.name for p in catalog.SCHEME_PARAMS)}
 
 
 # Names the generated module takes from elsewhere (typing, xDSL), not from the families.
@@ -72,10 +70,6 @@ _GENERATED_ELSEWHERE = {"ClassVar", "Dialect", "irdl_op_definition", "prop_def",
 
 class GenerateError(Exception):
     """The catalog asks for something the generator cannot derive."""
-
-
-def _own_scalars(spec: OpSpec) -> list[Param]:
-    return [p for p in spec.params if p.name not in _FAMILY_PARAMS]
 
 
 def _property(spec: OpSpec, p: Param) -> tuple[str, str]:
@@ -106,7 +100,7 @@ def _signature(spec: OpSpec, names: set[str]) -> tuple[str, list[str]]:
         f'    SEMANTIC_NAME: ClassVar[str] = "{spec.name}"',
         f'    ACTIVATION: ClassVar[str] = "{spec.activation}"',
     ]
-    for p in _own_scalars(spec):
+    for p in spec.own_scalars:
         define, constraint = _property(spec, p)
         names |= {define, *constraint.replace("[", " ").replace("]", " ").split()}
         lines.append(f"    {p.name} = {define}({constraint})")

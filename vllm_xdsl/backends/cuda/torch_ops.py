@@ -21,6 +21,8 @@ from torch import Tensor
 from vllm_xdsl import ops
 from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
+from vllm_xdsl.backends.cuda.library import ACTIVATION_CODES
+from vllm_xdsl.core.catalog import SPECS
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import fused as F
@@ -116,8 +118,11 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
         s = _unfused_scheme(torch.int8, False, "token", variant, name)
         return k.quant(name, x, s, None, None, zero_point)
 
-    for name in ACTIVATIONS:  # the act-and-mul family: one kernel, the activation a code
-        op(ACT_AND_MUL[name])(_act_and_mul(k, name))
+    # The act-and-mul family: one kernel, the activation a code. An activation without one
+    # (or with scalar parameters of its own) is an op this family does not implement.
+    for name, activation in ACTIVATIONS.items():
+        if activation in ACTIVATION_CODES and not SPECS[name].own_scalars:
+            op(ACT_AND_MUL[name])(_act_and_mul(k, name))
 
     @op(F.rms_norm_quant)
     @flat_fused("rms_norm_quant")

@@ -385,8 +385,10 @@ def act(
     scale: Tensor | None = None,
     scale_ub: Tensor | None = None,
     zero_point: Tensor | None = None,
+    scalars: tuple[float, ...] = (),
 ) -> tuple[Tensor, ...]:
-    """The act-and-mul family (`op` names the unfused op): (out,) or (q, scales)."""
+    """The act-and-mul family (`op` names the unfused op): (out,) or (q, scales). `scalars`:
+    the op's own scalar parameters, in the native's order (the kernel's, before D)."""
     gate, up_ = gate_and_up(op, x, up)  # the native's checks and messages
     x2 = _rows(x)
     tokens, d = x2.shape[0], gate.shape[-1]
@@ -403,7 +405,7 @@ def act(
         args += [u2, u2.stride(0)]
     args += [_kernel_view(out), d]
     if scheme is None:
-        _launch(spec, tokens, *args, d)
+        _launch(spec, tokens, *args, *scalars, d)
         return (out,)
     scales = _alloc_scales(scheme, tokens, d, x.device)
     args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
@@ -411,7 +413,7 @@ def act(
     if tokens == 0 and scheme.static:
         assert scale is not None  # a static scheme has one (scheme_of checks)
         scales.copy_(scale.to(_F32).reshape(1))
-    _launch(spec, tokens, *args, d)
+    _launch(spec, tokens, *args, *scalars, d)
     return out, scales
 
 

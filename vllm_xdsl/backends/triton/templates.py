@@ -22,6 +22,7 @@ from vllm_xdsl.backends.triton.emit_common import (
     round_to,
 )
 from vllm_xdsl.backends.triton.spec import KernelSpec
+from vllm_xdsl.core.catalog import SPECS
 from vllm_xdsl.ops.activations import activation_of
 
 _PROLOGUE = (
@@ -184,7 +185,9 @@ ACTIVATION_EXPRS = {
 
 def act_kernel(spec: KernelSpec) -> list[KernelText]:
     """act(gate) * up with the roundings of the dtype, optionally quantized: gate and up are
-    the halves x[:, :D], x[:, D:], or x and a separate up (`has_up`)."""
+    the halves x[:, :D], x[:, D:], or x and a separate up (`has_up`). The op's own scalar
+    parameters (catalog) are arguments before D, named as in the native: the activation's
+    expression reads them."""
     activation = activation_of(spec.op)
     assert activation is not None
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
@@ -194,7 +197,7 @@ def act_kernel(spec: KernelSpec) -> list[KernelText]:
     if spec.scheme is not None:
         k.params += quant_params(spec.scheme, spec.has_scale_ub, fused=True,
                                  zero_point=spec.zero_point)
-    k.params += ["D", "BLOCK: tl.constexpr"]
+    k.params += [*(p.name for p in SPECS[spec.op].own_scalars), "D", "BLOCK: tl.constexpr"]
     up = _load("up_ptr", "up_row_stride") if spec.has_up else _load("x_ptr", "x_row_stride", "D + ")
     what, expr = ACTIVATION_EXPRS[activation]
     k.add(
