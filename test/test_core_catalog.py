@@ -61,7 +61,7 @@ def test_op_lists_and_tables_come_from_the_catalog() -> None:
     assert ops.FUSED == tuple(s.name for s in catalog.FUSED_SPECS)
     assert set(ops.ALL_OPS) == set(catalog.SPECS)
     assert ACTIVATIONS == {"silu_and_mul": "silu", "gelu_and_mul": "gelu",
-                           "gelu_tanh_and_mul": "gelu_tanh"}
+                           "gelu_tanh_and_mul": "gelu_tanh", "fatrelu_and_mul": "fatrelu"}
     assert FUSED_ACT_OPS == ("silu_and_mul_quant", "gelu_and_mul_quant",
                              "gelu_tanh_and_mul_quant")
     for spec in catalog.FUSED_SPECS:

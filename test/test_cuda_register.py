@@ -18,7 +18,7 @@ from vllm_xdsl.ops.impl import TensorMeta
 VENDORS = ("cuda", "rocm")
 INPLACE = {"fused_add_rms_norm", "fused_add_rms_norm_quant"}
 # Semantic ops the CUDA/HIP kernel family does not implement: dispatch never offers it.
-CUDA_LACKS = {"gelu_and_mul_sparse"}
+CUDA_LACKS = {"gelu_and_mul_sparse", "fatrelu_and_mul"}
 CUDA_OPS = {name: op for name, op in ops.ALL_OPS.items() if name not in CUDA_LACKS}
 FP8 = torch.float8_e4m3fn
 

@@ -13,6 +13,7 @@ from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.binding import BindingError, ir_operands, ir_properties, native_args
 from vllm_xdsl.dialects.vllm import (
     OPS_BY_NAME,
+    FatreluAndMulOp,
     GeluAndMulSparseOp,
     PerTokenGroupFp8QuantOp,
     SemanticSignature,
@@ -41,6 +42,13 @@ def _sparse_op(approximate: str | None) -> GeluAndMulSparseOp:
                                     result_types=[TensorType(f32, [4, 4])], properties=props)
 
 
+def _fatrelu_op(threshold: float | None) -> FatreluAndMulOp:
+    t = TensorType(f32, [4, 8])
+    props = {} if threshold is None else {"threshold": FloatAttr(threshold, Float64Type())}
+    return FatreluAndMulOp.build(operands=[create_ssa_value(t), []],
+                                 result_types=[TensorType(f32, [4, 4])], properties=props)
+
+
 def _is_value(arg: object) -> bool:
     return isinstance(arg, SSAValue)
 
@@ -50,7 +58,7 @@ def _own_properties(op: SemanticSignature) -> dict:
 
 
 def test_every_vllm_op_round_trips_through_its_native_arguments() -> None:
-    ops = [*_vllm_ops(), _sparse_op("tanh"), _sparse_op(None)]
+    ops = [*_vllm_ops(), _sparse_op("tanh"), _sparse_op(None), _fatrelu_op(0.1), _fatrelu_op(None)]
     assert {op.SEMANTIC_NAME for op in ops} == set(SPECS), "an op the IR files do not cover"
     for op in ops:
         args = native_args(op, lambda v: v)  # operands stay SSA values

@@ -28,6 +28,7 @@ def sample_args(name: str) -> list[tuple]:
         "silu_and_mul": [(x,), (x, r)],
         "gelu_and_mul": [(x,), (x, r)],
         "gelu_tanh_and_mul": [(x,), (x.float(), r.float())],
+        "fatrelu_and_mul": [(x, 0.1), (x.float(), -0.5, r.float())],
         "gelu_and_mul_sparse": [(x, 1.6448536269514722, "tanh"), (x.float(), 0.5, "none", r.float())],
         "rms_norm_quant": [(x, w, 1e-6, sc, None, E4M3, True, "tensor"),
                            (x, w, 1e-6, None, None, E4M3, False, "group", 64, True)],

@@ -26,6 +26,7 @@ def all_specs() -> list[KernelSpec]:
         KernelSpec("gelu_and_mul_quant", torch.float32, scheme=GROUP, block_size=128),
         KernelSpec("gelu_tanh_and_mul_quant", BF16, scheme=QuantScheme(E4M3, False, "token"),
                    has_up=True),
+        KernelSpec("fatrelu_and_mul", BF16, has_up=True),
         KernelSpec("gelu_and_mul_sparse", BF16, approximate="tanh"),
         KernelSpec("gelu_and_mul_sparse", torch.float32, has_up=True, approximate="none"),
     ]

@@ -77,7 +77,7 @@ class OpSpec:
     # A fused op: the unfused producer and the unfused quants whose composition it is.
     producer: str | None = None
     quants: tuple[str, ...] = ()
-    activation: str | None = None  # act-and-mul ops: "silu", "gelu", "gelu_tanh"
+    activation: str | None = None  # act-and-mul ops: "silu", "gelu", "gelu_tanh", "fatrelu"
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -203,6 +203,12 @@ def _act_and_mul(name: str, activation: str) -> OpSpec:
 SILU_AND_MUL = _act_and_mul("silu_and_mul", "silu")
 GELU_AND_MUL = _act_and_mul("gelu_and_mul", "gelu")
 GELU_TANH_AND_MUL = _act_and_mul("gelu_tanh_and_mul", "gelu_tanh")
+# vLLM's FatreluAndMul (MiniCPM-S): gate values at or below `threshold` become 0.
+FATRELU_AND_MUL = OpSpec(
+    "fatrelu_and_mul", "act_and_mul",
+    (_t("x"), Param("threshold", "float", default=0.0), _opt_t("up", None)), _OUT,
+    f"{_ACTS}:fatrelu_and_mul", activation="fatrelu",
+)
 # vLLM IR's Gemma-3n GELU-and-mul: gate values below mean + std * std_multiplier of their
 # row are zeroed first; `approximate` picks the GELU ("none" = erf, or "tanh").
 GELU_AND_MUL_SPARSE = OpSpec(
@@ -268,7 +274,7 @@ UNFUSED_SPECS: tuple[OpSpec, ...] = (
     RMS_NORM, FUSED_ADD_RMS_NORM, STATIC_SCALED_FP8_QUANT, DYNAMIC_SCALED_FP8_QUANT,
     DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT, PER_TOKEN_GROUP_FP8_QUANT, STATIC_SCALED_INT8_QUANT,
     DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT, SILU_AND_MUL, GELU_AND_MUL, GELU_TANH_AND_MUL,
-    GELU_AND_MUL_SPARSE,
+    FATRELU_AND_MUL, GELU_AND_MUL_SPARSE,
 )
 FUSED_SPECS: tuple[OpSpec, ...] = (
     RMS_NORM_QUANT, FUSED_ADD_RMS_NORM_QUANT, SILU_AND_MUL_QUANT, GELU_AND_MUL_QUANT,

@@ -71,6 +71,12 @@ class GeluTanhAndMulSignature(_ActAndMulSignature):
     ACTIVATION: ClassVar[str] = "gelu_tanh"
 
 
+class FatreluAndMulSignature(_ActAndMulSignature):
+    SEMANTIC_NAME: ClassVar[str] = "fatrelu_and_mul"
+    ACTIVATION: ClassVar[str] = "fatrelu"
+    threshold = opt_prop_def(FloatAttr[Float64Type])
+
+
 class GeluAndMulSparseSignature(_ActAndMulSignature):
     SEMANTIC_NAME: ClassVar[str] = "gelu_and_mul_sparse"
     ACTIVATION: ClassVar[str] = "gelu"
@@ -149,6 +155,11 @@ class GeluTanhAndMulOp(GeluTanhAndMulSignature):
 
 
 @irdl_op_definition
+class FatreluAndMulOp(FatreluAndMulSignature):
+    name = "vllm.fatrelu_and_mul"
+
+
+@irdl_op_definition
 class GeluAndMulSparseOp(GeluAndMulSparseSignature):
     name = "vllm.gelu_and_mul_sparse"
 
@@ -192,6 +203,7 @@ SIGNATURES: tuple[type[SemanticSignature], ...] = (
     SiluAndMulSignature,
     GeluAndMulSignature,
     GeluTanhAndMulSignature,
+    FatreluAndMulSignature,
     GeluAndMulSparseSignature,
     RmsNormQuantSignature,
     FusedAddRmsNormQuantSignature,
@@ -211,6 +223,7 @@ VLLM_OPS: tuple[type[SemanticSignature], ...] = (
     SiluAndMulOp,
     GeluAndMulOp,
     GeluTanhAndMulOp,
+    FatreluAndMulOp,
     GeluAndMulSparseOp,
     RmsNormQuantOp,
     FusedAddRmsNormQuantOp,
@@ -234,6 +247,8 @@ __all__ = [
     "DynamicPerTokenScaledInt8QuantSignature",
     "DynamicScaledFp8QuantOp",
     "DynamicScaledFp8QuantSignature",
+    "FatreluAndMulOp",
+    "FatreluAndMulSignature",
     "FusedAddRmsNormOp",
     "FusedAddRmsNormQuantOp",
     "FusedAddRmsNormQuantSignature",

@@ -1,4 +1,5 @@
-"""The activation-and-mul family: `act(gate) * up` for act in silu, gelu (erf), gelu (tanh).
+"""The activation-and-mul family: `act(gate) * up` for act in silu, gelu (erf), gelu (tanh),
+fatrelu.
 
 One contract, parameterised by the activation (vLLM's `SiluAndMul` and
 `GeluAndMul(approximate="none" | "tanh")`), on one operand or two:
@@ -83,6 +84,13 @@ def gelu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
 
 def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
     return act_and_mul("gelu_tanh", "gelu_tanh_and_mul", x, up)
+
+
+def fatrelu_and_mul(x: Tensor, threshold: float = 0.0, up: Tensor | None = None) -> Tensor:
+    """vLLM's FatreluAndMul: `F.threshold(gate, threshold, 0.0) * up` in x's dtype. torch
+    compares the f16/bf16 gate with the f32 threshold (not a rounded one) and keeps NaN."""
+    gate, u = gate_and_up("fatrelu_and_mul", x, up)
+    return torch.nn.functional.threshold(gate, threshold, 0.0) * u
 
 
 ACT_AND_MUL = {name: globals()[name] for name in ACTIVATIONS}

@@ -154,6 +154,10 @@ def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
     return L.act("gelu_tanh_and_mul", x, up)[0]
 
 
+def fatrelu_and_mul(x: Tensor, threshold: float = 0.0, up: Tensor | None = None) -> Tensor:
+    return L.act("fatrelu_and_mul", x, up, scalars=(float(threshold),))[0]
+
+
 def gelu_and_mul_sparse(
     x: Tensor, std_multiplier: float, approximate: str = "none", up: Tensor | None = None
 ) -> Tensor:
@@ -239,6 +243,7 @@ FUNCTIONS = {
         "silu_and_mul",
         "gelu_and_mul",
         "gelu_tanh_and_mul",
+        "fatrelu_and_mul",
         "gelu_and_mul_sparse",
         "rms_norm_quant",
         "fused_add_rms_norm_quant",

@@ -180,6 +180,9 @@ ACTIVATION_EXPRS = {
         "u = sqrt(2 / pi) * (a + 0.044715 * a^3)",
         f"a / (1.0 + tl.exp(-2.0 * ({flt((2.0 / math.pi) ** 0.5)} * (a + 0.044715 * a * a * a))))",
     ),
+    # exact: a is a value of the dtype, compared with the f32 threshold as torch does
+    "fatrelu": ("fatrelu(a) = 0 if a <= threshold else a (NaN kept)",
+                "tl.where(a <= threshold, 0.0, a)"),
 }
 
 
