@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from test_core_gelu_and_mul_sparse import _raised_native
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
@@ -29,13 +30,23 @@ def _x(dtype: torch.dtype, t: int = 9, d: int = 96, seed: int = 0) -> torch.Tens
     return x
 
 
+class FatreluAndMul(torch.nn.Module):
+    """vllm/model_executor/layers/activation.py (vLLM 0.32): its forward_native, as written."""
+
+    def __init__(self, threshold: float = 0.0) -> None:
+        super().__init__()
+        self.threshold = threshold
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        x1 = x[..., :d]
+        x2 = x[..., d:]
+        x1 = F.threshold(x1, self.threshold, 0.0)
+        return x1 * x2
+
+
 def _vllm_native(x: torch.Tensor, threshold: float) -> torch.Tensor:
-    # vllm/model_executor/layers/activation.py (vLLM 0.32), FatreluAndMul.forward_native
-    d = x.shape[-1] // 2
-    x1 = x[..., :d]
-    x2 = x[..., d:]
-    x1 = F.threshold(x1, threshold, 0.0)
-    return x1 * x2
+    return FatreluAndMul(threshold)(x)
 
 
 def _reference(x: torch.Tensor, threshold: float) -> torch.Tensor:
@@ -149,3 +160,75 @@ def test_compiled_call_is_imported_lowered_and_exact(tmp_path, monkeypatch) -> N
     assert "vllm.fatrelu_and_mul" in imported.read_text()
     (lowered,) = tmp_path.glob("*/03-lower-dispatch.mlir")
     assert "vllm.fatrelu_and_mul" not in lowered.read_text()
+
+
+# --- raised from vLLM's forms -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_vllm_native_form_is_raised_to_the_op(dt: str, threshold: float) -> None:
+    """FatreluAndMul.forward_native as a graph holds it (vLLM's CPU form): one exact op."""
+    x = _x(DTYPES[dt], t=7, d=64, seed=6)
+    # A module attribute, as in vLLM: Dynamo records it as a constant. (A float that changed
+    # since the last compile of the same code becomes a graph input, automatic dynamic, and a
+    # threshold known only at run time stays unraised: hence the reset.)
+    torch._dynamo.reset()
+    ops_seen, out = _raised_native(FatreluAndMul(threshold), x)
+    assert len(ops_seen) == 1, ops_seen
+    assert f"vllm.fatrelu_and_mul %arg1 {{threshold = {_f64(threshold)} : f64}}" in ops_seen[0]
+    assert _same(out, _vllm_native(x, threshold))
+
+
+def test_separate_projections_are_raised_with_up() -> None:
+    def mlp(x: torch.Tensor) -> torch.Tensor:  # HF style: act(gate_proj(x)) * up_proj(x)
+        return F.threshold(x * 2, 0.25, 0.0) * (x + 1)
+
+    x = _x(torch.bfloat16, t=5, d=32, seed=7)[:, :32].contiguous()
+    ops_seen, out = _raised_native(mlp, x)
+    assert len(ops_seen) == 1 and "vllm.fatrelu_and_mul" in ops_seen[0] and " up(" in ops_seen[0]
+    assert _same(out, mlp(x))
+
+
+def test_another_replacement_value_is_not_fatrelu() -> None:
+    def other(x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return F.threshold(x[..., :d], 0.1, -1.0) * x[..., d:]
+
+    x = _x(torch.float32, t=5, d=32, seed=8)
+    ops_seen, out = _raised_native(other, x)
+    assert ops_seen == []
+    assert _same(out, other(x))
+
+
+@pytest.mark.parametrize("functionalized", ["v2", "v1"])
+def test_vllm_c_kernel_call_is_raised(functionalized: str) -> None:
+    """`_C.fatrelu_and_mul(out, x, threshold)` into a torch.empty buffer (vLLM's CUDA form,
+    a stand-in here): one op with the threshold. vLLM's kernel zeroes a NaN gate
+    (`f > threshold ? f : 0`), the native keeps it: on NaN-free values they agree."""
+    import vllm_standins
+    from test_raise_vllm import _raised_run
+
+    vllm_standins.register()
+
+    def block(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty(*x.shape[:-1], x.shape[-1] // 2, dtype=x.dtype)
+        torch.ops._C.fatrelu_and_mul(out, x, 0.1)
+        return out
+
+    x = _x(torch.bfloat16, t=6, d=64, seed=9).nan_to_num(0.0, 0.0, 0.0)
+    with torch._inductor.config.patch(enable_auto_functionalized_v2=functionalized == "v2"):
+        module, expected, got = _raised_run(block, (x,))
+    raised = [op for op in module.walk() if op.name.startswith("vllm.")]
+    assert [op.name for op in raised] == ["vllm.fatrelu_and_mul"]
+    assert raised[0].properties["threshold"].value.data == 0.1
+    assert _same(got[0], expected[0]) and _same(got[0], ops.fatrelu_and_mul.native(x, 0.1))
+    nan = torch.tensor([[float("nan"), 2.0]], dtype=torch.bfloat16)
+    kernel = torch.empty(1, 1, dtype=torch.bfloat16)
+    torch.ops._C.fatrelu_and_mul(kernel, nan, 0.1)
+    assert kernel.item() == 0 and ops.fatrelu_and_mul.native(nan, 0.1).isnan().all()
+
+
+def _f64(v: float) -> str:
+    """How xDSL prints an f64 property."""
+    return f"{v:.6e}"

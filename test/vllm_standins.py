@@ -147,6 +147,14 @@ def _act(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[..., None]:
     return kernel
 
 
+def fatrelu_and_mul(out, input, threshold):  # noqa: ANN001, ANN201
+    # csrc/activation_kernels.cu: `(T)(f > threshold ? f : 0.0f)`, then the product in T
+    d = input.shape[-1] // 2
+    gate = input[..., :d]
+    kept = torch.where(gate.float() > threshold, gate, torch.zeros_like(gate))
+    out.copy_(kept * input[..., d:])
+
+
 def _silu_f32(input: torch.Tensor) -> torch.Tensor:
     d = input.shape[-1] // 2
     g, u = input[..., :d].float(), input[..., d:].float()
@@ -213,6 +221,7 @@ IMPLS: dict[str, Callable[..., object]] = {
     "_C::silu_and_mul": _act(F.silu),
     "_C::gelu_and_mul": _act(F.gelu),
     "_C::gelu_tanh_and_mul": _act(lambda g: F.gelu(g, approximate="tanh")),
+    "_C::fatrelu_and_mul": fatrelu_and_mul,
     "_C::silu_and_mul_quant": silu_and_mul_quant,
     "_C::silu_and_mul_per_block_quant": silu_and_mul_per_block_quant,
     "vllm_ir::rms_norm": ir_rms_norm,

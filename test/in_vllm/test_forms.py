@@ -3,7 +3,8 @@ and per-group, SiluAndMul, GeluAndMul) composed into a block under a default Vll
 compiled with `backend="vllm_xdsl"`: every norm->quant and act->quant pair is fused, and
 the output is bit-exact with the same graph under `aot_eager` (outside torch.compile vLLM
 runs other kernels). GeluAndMulSparse (Gemma-3n) alone, as its vLLM IR node and as its
-traced native: one semantic op, bit-exact. Needs vLLM (the vLLM test environment)."""
+traced native, and FatreluAndMul (MiniCPM-S): one semantic op, bit-exact. Needs vLLM (the
+vLLM test environment)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ vllm = pytest.importorskip("vllm")
 
 from vllm.config import VllmConfig, set_current_vllm_config  # noqa: E402
 from vllm.model_executor.layers.activation import (  # noqa: E402
+    FatreluAndMul,
     GeluAndMul,
     GeluAndMulSparse,
     SiluAndMul,
@@ -130,3 +132,27 @@ def test_gelu_and_mul_sparse_layer_raised_and_bit_exact(
         with torch.no_grad():
             assert torch.equal(ours(x), ref(x))
     assert _fused_counts(tmp_path) == {"gelu_and_mul_sparse": 1}
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.1])
+def test_fatrelu_and_mul_layer_raised_and_bit_exact(
+        threshold: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's CPU build runs FatreluAndMul's native (it has no _C kernel for it); our
+    native is that function, bit for bit, and the compiled layer is one op."""
+    from vllm_xdsl import ops
+
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    x = torch.randn(9, 2 * H, generator=torch.Generator().manual_seed(2)).to(BF16)
+    x[0, :3] = torch.tensor([float("nan"), 0.1, -0.0])
+    with set_current_vllm_config(VllmConfig()):
+        layer = FatreluAndMul(threshold=threshold)
+        want = layer.forward_native(x)
+        assert torch.equal(ops.fatrelu_and_mul.native(x, threshold).nan_to_num(7.0),
+                           want.nan_to_num(7.0))
+        torch._dynamo.reset()
+        ours = torch.compile(layer, backend="vllm_xdsl", fullgraph=True, dynamic=False,
+                             options={"inner": "eager", "strict": True})
+        ref = torch.compile(layer, backend="aot_eager", fullgraph=True, dynamic=False)
+        with torch.no_grad():
+            assert torch.equal(ours(x).nan_to_num(7.0), ref(x).nan_to_num(7.0))
+    assert _fused_counts(tmp_path) == {"fatrelu_and_mul": 1}

@@ -1,7 +1,7 @@
 """`raise-native`: recognise native decompositions in `torch.call` chains and raise them
 into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`,
 `vllm.static_scaled_fp8_quant`, `vllm.dynamic_per_token_scaled_fp8_quant`,
-`vllm.silu_and_mul`, `vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
+`vllm.silu_and_mul`, `vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`, `vllm.fatrelu_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
 that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` operand.
 
 A pattern replaces only the last value of a chain; intermediate values with other users

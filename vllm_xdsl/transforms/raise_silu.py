@@ -2,7 +2,9 @@
 
 The activation is SiLU, GELU (erf) or GELU (tanh), as `aten.silu` / `aten.gelu(approximate=
 "none" | "tanh")` or as Inductor's decompositions of them, computed in f32 and rounded back
-to the activation dtype D:
+to the activation dtype D; or FATReLU, `aten.threshold(gate, t, 0)` with a literal t (vLLM's
+FatreluAndMul native), or its decomposition `where(gf <= t, 0, gf)` rounded back to D (exact
+both: the comparison is in f32, as the contract's; t becomes the op's property):
 
 - silu: `gf / (1 + exp(-gf))` (also `gf * sigmoid(gf)`);
 - gelu: `(gf * 0.5) * (1 + erf(gf * M_SQRT1_2))`;
@@ -27,16 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import Float64Type, FloatAttr
+from xdsl.ir import Attribute, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
+from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
 from vllm_xdsl.transforms import raise_match as m
 from vllm_xdsl.transforms.raise_route import RoutedPattern
 
-# activation -> its op; the constants of torch's gelu formulas (as f32 literals).
-_OP_OF = {"silu": "silu_and_mul", "gelu": "gelu_and_mul", "gelu_tanh": "gelu_tanh_and_mul"}
+# activation -> its op (the catalog's); the constants of torch's gelu formulas (f32 literals).
+_OP_OF = {s.activation: s.name for s in catalog.act_and_mul_specs()}
 _SQRT1_2 = 0.70710678118654757
 _SQRT_2_OVER_PI = 0.79788456080286541
 _TANH_CUBIC = 0.044715
@@ -78,34 +82,48 @@ def half_of(v: SSAValue) -> tuple[SSAValue, int] | None:
     return x, v.index
 
 
-def _aten_activation(v: SSAValue) -> tuple[SSAValue, str] | None:
-    """(g, activation) for `aten.silu(g)` / `aten.gelu(g, approximate=...)`."""
+_Props = dict[str, Attribute]
+
+
+def _aten_activation(v: SSAValue) -> tuple[SSAValue, str, _Props] | None:
+    """(g, activation, the op's properties) for `aten.silu(g)`, `aten.gelu(g, approximate=
+    ...)` or `aten.threshold(g, t, 0)`."""
     if (op := m.call_of(v, "aten::silu.default")) is not None:
         g = m.arg(op, 0)
-        return (g, "silu") if isinstance(g, SSAValue) and len(op.args.data) == 1 else None
+        return (g, "silu", {}) if isinstance(g, SSAValue) and len(op.args.data) == 1 else None
     if (op := m.call_of(v, "aten::gelu.default")) is not None:
         g, approximate = m.arg(op, 0), m.arg(op, 1, "approximate", default="none")
         if not isinstance(g, SSAValue) or m.kwarg_names(op) - {"approximate"}:
             return None
-        return {"none": (g, "gelu"), "tanh": (g, "gelu_tanh")}.get(approximate)
+        activation = {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+        return None if activation is None else (g, activation, {})
+    if (op := m.call_of(v, "aten::threshold.default")) is not None:
+        g, threshold, value = m.arg(op, 0), m.arg(op, 1), m.arg(op, 2)
+        if not (isinstance(g, SSAValue) and m.is_number(threshold) and value == 0) \
+                or m.kwarg_names(op):
+            return None  # a threshold passed in at run time, or another replacement value
+        return g, "fatrelu", _threshold_props(threshold)
     return None
 
 
-def _activation_input(v: SSAValue) -> tuple[SSAValue, str, bool] | None:
-    """(g, activation, exact) if v is act(g) computed as torch does (in f32 for f16/bf16,
-    rounded to g's dtype)."""
+def _activation_input(v: SSAValue) -> tuple[SSAValue, str, bool, _Props] | None:
+    """(g, activation, exact, properties) if v is act(g) computed as torch does (in f32 for
+    f16/bf16, rounded to g's dtype)."""
     if (found := _aten_activation(v)) is not None:
-        return (*found, True)
+        return found[0], found[1], True, found[2]
     d = m.dtype(v)
     inner = v
     if (c := m.cast_of(v)) is not None:
         inner = c[0]
     if m.dtype(inner) != torch.float32:
         return None
+    if (th := _threshold_where(inner)) is not None:
+        g = m.as_f32_of(th[0])
+        return (g, "fatrelu", True, th[1]) if g is not None and m.dtype(g) == d else None
     for activation, match in _DECOMPOSED.items():
         if (gf := match(inner)) is not None:
             g = m.as_f32_of(gf)
-            return (g, activation, False) if g is not None and m.dtype(g) == d else None
+            return (g, activation, False, {}) if g is not None and m.dtype(g) == d else None
     return None
 
 
@@ -189,6 +207,24 @@ def _gelu_tanh(v: SSAValue) -> SSAValue | None:
     return None
 
 
+def _threshold_props(threshold: Any) -> _Props:
+    return {"threshold": FloatAttr(float(threshold), Float64Type())}
+
+
+def _threshold_where(v: SSAValue) -> tuple[SSAValue, _Props] | None:
+    """(gf, properties) for `where(gf <= t, 0, gf)` (aten.threshold decomposed), t literal."""
+    if (w := m.call_of(v, "aten::where.self")) is None or (args := m.operands_of(w, 3)) is None:
+        return None
+    cond, zero, gf = args
+    le = m.call_of(cond, "aten::le.Scalar") if isinstance(cond, SSAValue) else None
+    if le is None or m.operands_of(le, 2) is None or m.arg(le, 0) is not gf:
+        return None
+    threshold = m.arg(le, 1)
+    if not m.is_number(threshold) or m.constant_value(zero) != 0:
+        return None
+    return gf, _threshold_props(threshold)
+
+
 def _is_cube(v: Any, gf: SSAValue) -> bool:
     """v is `gf * gf * gf` (as `(gf * gf) * gf`, either order)."""
     args = _binary(v, "aten::mul.Tensor")
@@ -219,7 +255,7 @@ class RaiseActAndMul(RoutedPattern):
             found = _activation_input(s)
             if found is None or (self.exact and not found[2]):
                 continue
-            g, activation, _ = found
+            g, activation, _, props = found
             dt = m.dtype(g)
             if dt not in m.ACTIVATION_DTYPES or not all(m.dtype(v) == dt for v in (s, u, out)):
                 continue
@@ -229,8 +265,9 @@ class RaiseActAndMul(RoutedPattern):
             cls = OPS_BY_NAME[_OP_OF[activation]]
             if first is not None and second is not None and first[0] is second[0] \
                     and (first[1], second[1]) == (0, 1):
-                new = cls.build(operands=[first[0], []], result_types=[out.type])
+                new = cls.build(operands=[first[0], []], result_types=[out.type],
+                                properties=props)
             else:
-                new = cls.build(operands=[g, [u]], result_types=[out.type])
+                new = cls.build(operands=[g, [u]], result_types=[out.type], properties=props)
             rewriter.replace(op, new)
             return

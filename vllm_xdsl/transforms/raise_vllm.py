@@ -16,6 +16,7 @@ variant) that computes exactly that, or left alone:
 | _C.rms_norm (weight of x's dtype or None) | rms_norm | `(T)(x * rsqrtf(var + eps)) * w` in T |
 | _C.fused_add_rms_norm | fused_add_rms_norm{rounded_sum} | the kernel adds in T and normalises that |
 | _C.silu_and_mul, gelu_and_mul, gelu_tanh_and_mul | the act-and-mul op | activation rounded to T, product in T |
+| _C.fatrelu_and_mul (literal threshold) | fatrelu_and_mul | `f > threshold ? f : 0`: a NaN gate gives 0, the native keeps it (OPS.md) |
 | _C.static_scaled_fp8_quant (group_shape None) | static_scaled_fp8_quant | `x * (1 / scale)` |
 | _C.dynamic_per_token_scaled_fp8_quant | dynamic_per_token_scaled_fp8_quant | `min(absmax, ub) / FMAX`, floored, `x / s` |
 | _C.static_scaled_int8_quant (azp None) | static_scaled_int8_quant | `rn(x / scale)` |
@@ -228,10 +229,19 @@ def _c_fused_add(c: KernelCall) -> Raised:
     return Raised([n], {out: n.results[0], res: n.results[1]})
 
 
-def _c_act(cls: type[IRDLOperation], out_name: str) -> Callable[[KernelCall], Raised]:
+def _c_act(cls: type[IRDLOperation], out_name: str,
+           scalars: tuple[str, ...] = ()) -> Callable[[KernelCall], Raised]:
+    """An act-and-mul kernel into `out_name`; `scalars`: its own float parameters, which must
+    be literals (they become the op's properties)."""
     def build(c: KernelCall) -> Raised:
         out = _written(c, out_name)
-        new = _verified(cls.build(operands=[_tensor(c.args["input"]), []], result_types=[out.type]))
+        props: dict[str, Attribute] = {}
+        for name in scalars:
+            if not m.is_number(value := c.args[name]):
+                raise _Skip  # known only at run time
+            props[name] = FloatAttr(float(value), Float64Type())
+        new = _verified(cls.build(operands=[_tensor(c.args["input"]), []], result_types=[out.type],
+                                  properties=props))
         return Raised([new], {out: new.results[0]})
     return build
 
@@ -345,6 +355,7 @@ BUILDERS: dict[str, Callable[[KernelCall], Raised]] = {
     "_C::silu_and_mul": _c_act(vllm.SiluAndMulOp, "result"),
     "_C::gelu_and_mul": _c_act(vllm.GeluAndMulOp, "out"),
     "_C::gelu_tanh_and_mul": _c_act(vllm.GeluTanhAndMulOp, "out"),
+    "_C::fatrelu_and_mul": _c_act(vllm.FatreluAndMulOp, "out", ("threshold",)),
     "_C::static_scaled_fp8_quant": _c_static(int8=False),
     "_C::static_scaled_int8_quant": _c_static(int8=True),
     "_C::dynamic_per_token_scaled_fp8_quant": _c_per_token_fp8,

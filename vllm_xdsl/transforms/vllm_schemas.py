@@ -33,6 +33,7 @@ SCHEMAS: dict[str, str] = {
     "_C::silu_and_mul": "silu_and_mul(Tensor! result, Tensor input) -> ()",
     "_C::gelu_and_mul": "gelu_and_mul(Tensor! out, Tensor input) -> ()",
     "_C::gelu_tanh_and_mul": "gelu_tanh_and_mul(Tensor! out, Tensor input) -> ()",
+    "_C::fatrelu_and_mul": "fatrelu_and_mul(Tensor! out, Tensor input, float threshold) -> ()",
     "_C::silu_and_mul_quant": "silu_and_mul_quant(Tensor! result, Tensor input, Tensor scale) -> ()",
     "_C::silu_and_mul_per_block_quant": "silu_and_mul_per_block_quant(Tensor! out, Tensor input, Tensor! scales, int group_size, Tensor? scale_ub=None, bool is_scale_transposed=False) -> ()",
     # ROCm AITER norms (torch.ops.vllm_aiter.*)
