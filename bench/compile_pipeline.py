@@ -147,7 +147,7 @@ def stage_times(gm: torch.fx.GraphModule) -> tuple[dict[str, float], dict[str, i
     t["verify"] = time.perf_counter() - t0
     values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
     t0 = time.perf_counter()
-    export_module(imported.module, gm, values, imported.origin)
+    export_module(imported.module, gm, values)
     t["export"] = time.perf_counter() - t0
     return t, dict(counts)
 

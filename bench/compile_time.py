@@ -176,7 +176,7 @@ def _pipeline() -> tuple[str, Callable[[int, torch.fx.GraphModule], dict[str, fl
         FuseNormQuantPass().apply(Context(), imported.module)
         t2 = time.perf_counter()
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        export_module(imported.module, gm, vals, imported.origin)
+        export_module(imported.module, gm, vals)
         t3 = time.perf_counter()
         export_module(imported.module, gm)  # no fake values: no meta["val"] (eager inner)
         t4 = time.perf_counter()

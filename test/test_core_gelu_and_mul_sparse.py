@@ -160,7 +160,7 @@ def _raised_native(fn, x: torch.Tensor) -> tuple[list[str], torch.Tensor]:  # no
     RaiseNativePass().apply(make_context(), imported.module)
     names = [str(op) for op in imported.module.walk() if op.name.startswith("vllm.")]
     values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    exported = export_module(imported.module, gm, values, imported.origin)
+    exported = export_module(imported.module, gm, values)
     args = (x,) if len(values) == 1 else (x.shape[0], x)  # the token count first, if taken
     (out,) = exported(*args)
     return names, out

@@ -24,7 +24,7 @@ def _export_signatures(gm: torch.fx.GraphModule) -> list[tuple]:
     imported = import_graph(gm)
     FuseNormQuantPass().apply(Context(), imported.module)
     values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    out = export_module(imported.module, gm, values, imported.origin)
+    out = export_module(imported.module, gm, values)
 
     def sig(v):  # noqa: ANN001, ANN202
         return tuple(map(sig, v)) if isinstance(v, (list, tuple)) else meta.value_signature(v)

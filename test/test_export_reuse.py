@@ -24,7 +24,7 @@ def _export(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     imported = import_graph(gm)
     run_pipeline(imported.module, PipelineOptions(target="cpu"))
     values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    return export_module(imported.module, gm, values, imported.origin)
+    return export_module(imported.module, gm, values)
 
 
 def _decoder_graph() -> torch.fx.GraphModule:
@@ -124,7 +124,7 @@ def test_export_merges_a_lowered_call_into_the_same_earlier_one():
              and op.target.data.startswith("prims::convert")]
     ir_repeats = len(calls) - len(set(calls))
     values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    exported = export_module(imported.module, gm, values, imported.origin)
+    exported = export_module(imported.module, gm, values)
     casts = [r for r in _pure_repeats(exported.graph) if "convert_element_type" in r]
     assert ir_repeats >= 4 and len(casts) < ir_repeats / 2
 

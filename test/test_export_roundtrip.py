@@ -38,7 +38,7 @@ def _roundtrip_backend(results: list[bool], graphs: list[str]):
         imported.module.verify()
         graphs.append(str(imported.module))
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        exported = export_module(imported.module, gm, vals, imported.origin)
+        exported = export_module(imported.module, gm, vals)
 
         def run(*args):
             expected, got = gm(*args), exported(*args)

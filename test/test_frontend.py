@@ -23,7 +23,7 @@ def _roundtrip(gm: torch.fx.GraphModule, *args):
     imported = import_graph(gm)
     imported.module.verify()
     vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    exported = export_module(imported.module, gm, vals, imported.origin)
+    exported = export_module(imported.module, gm, vals)
     return imported, exported
 
 

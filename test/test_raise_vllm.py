@@ -116,7 +116,7 @@ def _raised_run(fn, args: tuple, exact: bool = False) -> tuple[ModuleOp, list, l
         imported = import_graph(gm)
         RaiseNativePass(exact=exact).apply(make_context(), imported.module)
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        exported = export_module(imported.module, gm, vals, imported.origin)
+        exported = export_module(imported.module, gm, vals)
         seen["module"] = imported.module
 
         def call(*a: object) -> object:

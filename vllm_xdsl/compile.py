@@ -192,7 +192,7 @@ def transform(
         stage = "export"
         exporting_at = time.perf_counter()
         values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        exported = export_module(imported.module, gm, values, imported.origin, decompose)
+        exported = export_module(imported.module, gm, values, decompose)
         result.seconds["import"] = imported_at - start
         result.seconds["export"] = time.perf_counter() - exporting_at
     except StageError:

@@ -73,7 +73,7 @@ def raise_backend(
             if "= vllm." in line:
                 run.counts[line.split("= vllm.")[1].split()[0]] += 1
         vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        exported = export_module(imported.module, gm, vals, imported.origin)
+        exported = export_module(imported.module, gm, vals)
 
         def call(*args: Any) -> Any:
             expected, got = gm(*args), exported(*args)

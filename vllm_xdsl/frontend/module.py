@@ -8,13 +8,13 @@ FrontendError, so the caller can fall back instead of computing something else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.fx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Region
 
 from vllm_xdsl.frontend.nodes import NodeImporter
 from vllm_xdsl.frontend.types import FrontendError
@@ -22,11 +22,11 @@ from vllm_xdsl.frontend.types import FrontendError
 
 @dataclass
 class ImportedGraph:
-    """The module, its function and where each op came from in the FX graph."""
+    """The module and its function; each op imported from an FX node is located at it
+    (nodes.fx_origin)."""
 
     module: ModuleOp
     func: func.FuncOp
-    origin: dict[Operation, torch.fx.Node] = field(default_factory=dict)
 
 
 def import_graph(
@@ -53,4 +53,4 @@ def import_graph(
         [a.type for a in block.args], [r.type for r in results]
     )
     fn = func.FuncOp(name, fn_type, Region(block))
-    return ImportedGraph(ModuleOp([fn]), fn, importer.origin)
+    return ImportedGraph(ModuleOp([fn]), fn)

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from vllm_xdsl.dialects.fx_location import fx_location
 from vllm_xdsl.dialects.torch import CONSTANT_VALUE, CallOp, GetAttrOp
 from vllm_xdsl.frontend.literals import literal
 from vllm_xdsl.frontend.semantic import import_semantic, is_semantic
@@ -38,8 +39,6 @@ class NodeImporter:
         self.block = block
         self.owner = owner
         self.values: dict[torch.fx.Node, Value] = {}
-        # IR op -> the FX node it came from (the exporter copies metadata from it).
-        self.origin: dict[Operation, torch.fx.Node] = {}
 
     def value(self, node: torch.fx.Node, user: torch.fx.Node) -> SSAValue:
         v = self.values.get(node)
@@ -52,8 +51,9 @@ class NodeImporter:
         return v
 
     def add(self, op: Operation, node: torch.fx.Node) -> None:
+        """Append `op`, located at the FX node it came from (fx_origin reads it back)."""
+        op.location = fx_location(node.name)
         self.block.add_op(op)
-        self.origin[op] = node
 
     # --- one method per node kind --------------------------------------------------------
 

@@ -36,6 +36,7 @@ from xdsl.ir import Operation, SSAValue
 
 from vllm_xdsl.dialects.binding import native_args
 from vllm_xdsl.dialects.call_targets import HIGHER_ORDER, PYTHON, resolve_target
+from vllm_xdsl.dialects.fx_location import fx_origin
 from vllm_xdsl.dialects.torch import CallOp, GetAttrOp
 from vllm_xdsl.dialects.vllm import NormOp, SemanticSignature
 
@@ -64,13 +65,16 @@ def _returns_tuple(target: Any, op: CallOp) -> bool:
 
 class Exporter:
     def __init__(
-        self, owner: torch.nn.Module | None, example_values: list[Any] | None,
-        origin: dict[Operation, torch.fx.Node] | None, decompose: bool,
+        self, owner: torch.nn.Module | None, example_values: list[Any] | None, decompose: bool,
     ) -> None:
         self.graph = torch.fx.Graph()
         self.owner = owner
         self.nodes: dict[SSAValue, torch.fx.Node] = {}
-        self.origin = origin or {}
+        # The imported graph's nodes by name: an op's location names the one it came from.
+        self.sources: dict[str, torch.fx.Node] = (
+            {n.name: n for n in owner.graph.nodes} if isinstance(owner, torch.fx.GraphModule)
+            else {}
+        )
         self.fake = FakeRunner(example_values)
         self.example_values = example_values
         self.decompositions = decomposition_table() if decompose and self.fake.enabled else {}
@@ -81,9 +85,14 @@ class Exporter:
     def node(self, value: SSAValue) -> torch.fx.Node:
         return self.nodes[value]
 
+    def source(self, op: Operation) -> torch.fx.Node | None:
+        """The FX node `op` was imported from, or None (a pass created it)."""
+        name = fx_origin(op)
+        return None if name is None else self.sources.get(name)
+
     def export(self, fn: func.FuncOp) -> torch.fx.GraphModule:
         block = fn.body.block
-        live = {self.origin[op] for op in block.ops if op in self.origin}
+        live = {s for op in block.ops if (s := self.source(op)) is not None}
         if live:
             graph = next(iter(live)).graph
             self.fake.take_known = SourceValues(graph, live, self.fake.has_unbacked_symbols).take
@@ -136,7 +145,8 @@ class Exporter:
 
         args = tuple(python_value(a, operand) for a in op.args.data)
         kwargs = {k: python_value(v, operand) for k, v in (op.kwargs.data if op.kwargs else {}).items()}
-        if op not in self.origin and target in self.decompositions:
+        imported = self.source(op) is not None
+        if not imported and target in self.decompositions:
             # A pass created it: spell it as AOTAutograd would (Inductor expects that).
             outs = inline_traced(
                 self.graph, lambda a, k: target(*a, **k), [args, kwargs], self.fake, op.target.data,
@@ -145,7 +155,7 @@ class Exporter:
             for value, out in zip(op.outputs, outs, strict=True):
                 self.nodes[value] = out
             return
-        if op not in self.origin and not is_tuple:
+        if not imported and not is_tuple:
             same = existing_call(target, args, kwargs)
             if same is not None:
                 self.nodes[op.outputs[0]] = same
@@ -174,7 +184,7 @@ class Exporter:
         self, op: Operation, node: torch.fx.Node, results: list[SSAValue], is_tuple: bool,
         indices: list[int] | None = None,
     ) -> None:
-        source = self.origin.get(op)
+        source = self.source(op)
         if source is not None:
             for key in _KEPT_META:
                 if key in source.meta:
@@ -259,17 +269,17 @@ def export_module(
     module: ModuleOp,
     owner: torch.nn.Module | None = None,
     example_values: list[Any] | None = None,
-    origin: dict[Operation, torch.fx.Node] | None = None,
     decompose: bool = True,
 ) -> torch.fx.GraphModule:
     """The GraphModule computing the module's one function.
 
-    `owner` holds the get_attr constants; `example_values` are the (fake) values of the
-    arguments, e.g. the input graph's placeholder `meta["val"]`, for metadata; `origin`
-    maps ops to the FX nodes they were imported from (frontend.ImportedGraph.origin).
-    With `decompose`, ops created by passes are decomposed as AOTAutograd does for Inductor.
+    `owner` holds the get_attr constants; when it is the GraphModule the module was
+    imported from, each op located at one of its nodes (frontend.nodes.fx_origin) takes
+    that node's metadata. `example_values` are the (fake) values of the arguments, e.g. the
+    input graph's placeholder `meta["val"]`, for metadata. With `decompose`, ops created by
+    passes are decomposed as AOTAutograd does for Inductor.
     """
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if len(funcs) != 1:
         raise ExportError(f"expected one func.func in the module, found {len(funcs)}")
-    return Exporter(owner, example_values, origin, decompose).export(funcs[0])
+    return Exporter(owner, example_values, decompose).export(funcs[0])
