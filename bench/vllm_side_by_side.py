@@ -35,7 +35,13 @@ WAYS = ("plain", "backend", "post_grad")
 # Not run unless asked for: the backend with vLLM's custom ops off, as vLLM's own Inductor
 # config has them (for any other backend vLLM turns them all on: rotary then runs as
 # `_C.rotary_embedding` between our graph's kernels instead of fused into them).
-EXTRA_WAYS = ("backend_custom_ops_none",)
+# And the backend configured as vLLM's CPU platform configures its own Inductor
+# (platforms/cpu.py): custom ops off, and the Inductor settings that torch reads from the
+# environment (size asserts off: ~1 us per input per step; dynamic threads on). vLLM applies
+# them only to its Inductor backend, and passes no options to any other.
+EXTRA_WAYS = ("backend_custom_ops_none", "backend_as_inductor")
+_WAY_ENV = {"backend_as_inductor": {"TORCHINDUCTOR_SIZE_ASSERTS": "0",
+                                    "TORCHINDUCTOR_CPP_DYNAMIC_THREADS": "1"}}
 
 
 def _compilation_config(way: str) -> dict[str, Any] | None:
@@ -43,7 +49,7 @@ def _compilation_config(way: str) -> dict[str, Any] | None:
         return None
     if way == "backend":
         return {"mode": 2, "backend": "vllm_xdsl"}
-    if way == "backend_custom_ops_none":
+    if way in ("backend_custom_ops_none", "backend_as_inductor"):
         return {"mode": 2, "backend": "vllm_xdsl", "custom_ops": ["none"]}
     import vllm_xdsl
 
@@ -100,6 +106,7 @@ def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace) -> 
             TORCHINDUCTOR_CACHE_DIR=f"{tmp}/inductor",
             VLLM_XDSL_CACHE_DIR=f"{tmp}/xdsl",
         )
+        env.update(_WAY_ENV.get(way, {}))
         cmd = [sys.executable, __file__, "--child", "--way", way, "--ckpt", str(ckpt),
                "--prefill-tokens", str(args.prefill_tokens),
                "--decode-tokens", str(args.decode_tokens), "--reps", str(args.reps)]
