@@ -535,14 +535,15 @@ def _flag(attr: BoolAttr | None) -> bool:
 #
 # One signature family, parameterised by the activation (ops/activations.py): `act(gate) *
 # up` on x[..., 2d] (gate and up halves) or, with `up(%u : ...)`, on x = gate[..., d] and
-# up[..., d]. Each activation has an unfused op and a fused quant op; the subclasses only
-# name them, so every check below holds for all of them alike.
+# up[..., d]. Its members (an unfused op per activation, most with a fused quant op) are
+# generated into vllm.py from the catalog: they name the op and the activation and declare
+# the member's own scalar parameters as properties, so every check below holds for all.
 
 
 class ActAndMulOp(SemanticSignature):
     """The act-and-mul family: `act(gate) * up`, plain or fused with a quant."""
 
-    ACTIVATION: ClassVar[str]  # "silu", "gelu" or "gelu_tanh" (ops/activations.py)
+    ACTIVATION: ClassVar[str]  # the catalog spec's activation (ops/activations.py)
 
     if TYPE_CHECKING:
         up: SSAValue | None  # None: x holds the gate and up halves

@@ -23,7 +23,7 @@ from vllm_xdsl.frontend.types import FrontendError
 @dataclass
 class ImportedGraph:
     """The module and its function; each op imported from an FX node is located at it
-    (nodes.fx_origin)."""
+    (dialects/fx_location.py)."""
 
     module: ModuleOp
     func: func.FuncOp

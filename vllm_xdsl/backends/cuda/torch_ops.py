@@ -18,13 +18,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from vllm_xdsl import ops
 from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.library import ACTIVATION_CODES
 from vllm_xdsl.core.catalog import SPECS
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
+from vllm_xdsl.ops import ALL_OPS
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
@@ -195,7 +195,7 @@ def _act_and_mul_quant(k: Kernels, name: str) -> Callable[..., tuple[Tensor, Ten
 
 
 def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..., Any]:
-    native = ops.ALL_OPS[name].native
+    native = ALL_OPS[name].native
 
     def call(*args: Any, **kwargs: Any) -> Any:
         return custom(*args, **kwargs)

@@ -274,7 +274,7 @@ def export_module(
     """The GraphModule computing the module's one function.
 
     `owner` holds the get_attr constants; when it is the GraphModule the module was
-    imported from, each op located at one of its nodes (frontend.nodes.fx_origin) takes
+    imported from, each op located at one of its nodes (dialects/fx_location.py) takes
     that node's metadata. `example_values` are the (fake) values of the arguments, e.g. the
     input graph's placeholder `meta["val"]`, for metadata. With `decompose`, ops created by
     passes are decomposed as AOTAutograd does for Inductor.
