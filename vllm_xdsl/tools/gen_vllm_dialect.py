@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from vllm_xdsl.core import catalog
 from vllm_xdsl.core.catalog import OpSpec, Param
-from vllm_xdsl.dialects import vllm_families
-from vllm_xdsl.dialects.vllm_families import op_class_name
+from vllm_xdsl.dialects import vllm_families, vllm_interfaces
+from vllm_xdsl.dialects.vllm_interfaces import op_class_name
 
 TARGET = Path(vllm_families.__file__).with_name("vllm.py")
 
@@ -107,12 +108,10 @@ def _signature(spec: OpSpec, names: set[str]) -> tuple[str, list[str]]:
     return name, lines
 
 
-def _families_public() -> list[str]:
-    """The families' public classes and functions, re-exported (`vllm.NormOp`, ...)."""
-    return sorted(
-        n for n, v in vars(vllm_families).items()
-        if not n.startswith("_") and getattr(v, "__module__", None) == vllm_families.__name__
-    )
+def _public(module: ModuleType) -> set[str]:
+    """The classes and functions `module` defines, re-exported (`vllm.NormOp`, ...)."""
+    return {n for n, v in vars(module).items()
+            if not n.startswith("_") and getattr(v, "__module__", None) == module.__name__}
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -139,7 +138,9 @@ def render() -> str:
         chosen = sorted(candidates & names, key=_isort_key)
         return [f"from {module} import {', '.join(chosen)}"] if chosen else []
 
-    families = sorted({*_families_public(), *(names - _GENERATED_ELSEWHERE)}, key=_isort_key)
+    interfaces = _public(vllm_interfaces)
+    public = interfaces | _public(vllm_families)
+    families = sorted({*public, *(names - _GENERATED_ELSEWHERE)} - interfaces, key=_isort_key)
     out = [_HEADER, "from __future__ import annotations", ""]
     if "ClassVar" in names:
         out += ["from typing import ClassVar", ""]
@@ -148,7 +149,9 @@ def render() -> str:
     out += imported("xdsl.ir", {"Dialect"})
     out += imported("xdsl.irdl", {"irdl_op_definition", "opt_prop_def", "prop_def"})
     out += ["", "from vllm_xdsl.dialects.vllm_families import (",
-            *(f"    {n}," for n in families), ")"]
+            *(f"    {n}," for n in families), ")",
+            "from vllm_xdsl.dialects.vllm_interfaces import (",
+            *(f"    {n}," for n in sorted(interfaces, key=_isort_key)), ")"]
     out += body
     out += ["", "",
             "# The signatures, in the catalog's order (unfused, then fused): the provider",
@@ -164,7 +167,7 @@ def render() -> str:
             'Vllm = Dialect("vllm", list(VLLM_OPS), list(ATTRIBUTES))',
             "",
             "__all__ = [",
-            *(f'    "{n}",' for n in sorted({*_families_public(), *signatures, *ops,
+            *(f'    "{n}",' for n in sorted({*public, *signatures, *ops,
                                             "SIGNATURES", "VLLM_OPS", "OPS_BY_NAME", "Vllm"},
                                            key=_isort_key)),
             "]",
