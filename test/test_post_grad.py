@@ -121,3 +121,11 @@ def test_bad_option_is_one_line() -> None:
         vllm_xdsl.post_grad_pass(pases=[])
     with pytest.raises(OptionsError, match="'inner' does not apply"):
         vllm_xdsl.post_grad_pass(inner="eager")
+
+
+def test_unknown_option_lists_only_what_applies() -> None:
+    # `inner` is refused by the post-grad pass, so it must not be offered as valid.
+    with pytest.raises(OptionsError) as info:
+        vllm_xdsl.post_grad_pass(bogus=1)
+    listed = str(info.value).partition("(options: ")[2].partition(")")[0].split(", ")
+    assert listed == ["passes", "priority", "target", "strict", "pass_options"]

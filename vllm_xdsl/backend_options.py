@@ -26,6 +26,8 @@ from vllm_xdsl.pipeline_options import DEFAULT_PASSES, TARGETS, PipelineOptions
 
 INNER = ("inductor", "eager")
 OPTIONS = ("inner", "passes", "priority", "target", "strict", "pass_options")
+# The post-grad pass runs inside Inductor: there is no inner compiler to choose.
+POST_GRAD_OPTIONS = tuple(o for o in OPTIONS if o != "inner")
 # lower-dispatch's target and priority are the backend's own options (the target also
 # picks the default when none is given): one place to set each.
 _TOP_LEVEL = {("lower-dispatch", "target"), ("lower-dispatch", "priority")}
@@ -70,15 +72,18 @@ class BackendOptions:
     strict: bool = False
 
     @staticmethod
-    def parse(options: Mapping[str, Any] | None) -> BackendOptions:
-        """Validate `torch.compile(..., options=...)`; OptionsError with one clear line."""
+    def parse(options: Mapping[str, Any] | None,
+              known: tuple[str, ...] = OPTIONS) -> BackendOptions:
+        """Validate `torch.compile(..., options=...)`; OptionsError with one clear line.
+        `known` is what the caller accepts (the post-grad pass takes all but `inner`): an
+        error lists only those."""
         options = dict(options or {})
         for key in options:
-            if key not in OPTIONS:
-                close = difflib.get_close_matches(str(key), OPTIONS, n=1)
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise OptionsError(f"unknown option {key!r} (options: "
-                                   f"{', '.join(OPTIONS)}){hint}")
+                                   f"{', '.join(known)}){hint}")
         inner = _one_of("inner", options.get("inner", "inductor"), INNER)
         passes = options.get("passes", DEFAULT_PASSES)
         if isinstance(passes, str) or not isinstance(passes, list | tuple) or not all(

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch.fx
 
-from vllm_xdsl.backend_options import BackendOptions, OptionsError
+from vllm_xdsl.backend_options import POST_GRAD_OPTIONS, BackendOptions, OptionsError
 from vllm_xdsl.pipeline_options import StageError
 
 logger = logging.getLogger("vllm_xdsl")
@@ -116,5 +116,5 @@ def post_grad_pass(**options: Any) -> Any:
     if "inner" in options:
         raise OptionsError("option 'inner' does not apply to the post-grad pass "
                            "(Inductor compiles the graph)")
-    parsed = BackendOptions.parse(options)
+    parsed = BackendOptions.parse(options, POST_GRAD_OPTIONS)
     return _pass_class(_base())(parsed)
