@@ -201,7 +201,7 @@ MALFORMED: list[tuple[str, str, tuple[str, ...], str]] = [
         "has no in-place variant",
     ),
     ("unknown pass via -p", GOOD_NORM, ("-p", "no-such-pass"), "no-such-pass"),
-    ("unknown flag", GOOD_NORM, ("--no-such-pass",), "unrecognized arguments"),
+    ("unknown flag", GOOD_NORM, ("--no-such-pass",), "unrecognized argument: --no-such-pass"),
     ("unknown target", GOOD_NORM, ("-t", "no-such-target"), "no-such-target"),
     ("bad pipeline syntax", GOOD_NORM, ("-p", "canonicalize{"), "error"),
     (
@@ -387,8 +387,81 @@ def test_an_unknown_provider_in_the_environment_names_the_variable(monkeypatch):
 
 def test_targets_are_the_ones_that_print_this_projects_ir():
     result = run_opt("-t", "csl", stdin=GOOD_NORM)
-    assert result.returncode == 2
-    assert result.stderr.splitlines()[-1].endswith(  # argparse's prog: here, pytest's
-        ": error: argument -t/--target: invalid choice: 'csl' (choose from mlir, triton)")
+    assert (result.returncode, result.stderr) == (2, (
+        "vllm-opt: error: argument -t/--target: invalid choice: 'csl' (choose from mlir, "
+        "triton); see 'vllm-opt --help'\n"))
     result = run_opt("-t", "mlir", stdin=GOOD_NORM)
     assert result.returncode == 0 and "vllm.rms_norm" in result.stdout
+
+
+@pytest.mark.parametrize("args,expected", [
+    (("--fuse-norm-quantt",), "unrecognized argument: --fuse-norm-quantt "
+                              "(did you mean '--fuse-norm-quant'?)"),
+    (("--lower-dispach=target=cpu",), "unrecognized argument: --lower-dispach=target=cpu "
+                                      "(did you mean '--lower-dispatch'?)"),
+    (("--split-input-fle",), "unrecognized argument: --split-input-fle "
+                             "(did you mean '--split-input-file'?)"),
+    (("--zzzz",), "unrecognized argument: --zzzz"),
+    (("-t", "llvm"), "argument -t/--target: invalid choice: 'llvm' (choose from mlir, triton)"),
+    (("-t", "tritn"), "argument -t/--target: invalid choice: 'tritn' (choose from mlir, "
+                      "triton) (did you mean 'triton'?)"),
+])
+def test_a_bad_command_line_is_one_line_with_the_closest_flag(args: tuple[str, ...],
+                                                               expected: str):
+    """Not argparse's usage block: one line, with a suggestion where one is close."""
+    result = run_opt(*args, stdin=GOOD_NORM)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"vllm-opt: error: {expected}; see 'vllm-opt --help'\n"
+
+
+def test_version_names_vllm_xdsl_and_xdsl():
+    from importlib.metadata import version
+
+    result = run_opt("-v")
+    assert result.returncode == 0
+    assert result.stdout == (f"vllm-opt from vllm-xdsl {version('vllm-xdsl')}, "
+                             f"built on xdsl {version('xdsl')}\n")
+
+
+PARSE_ERRORS = [
+    # (input bytes, the one diagnostic line after "<file>:")
+    (b"func.func @f() {\n  func.return\n", "3:1: error: unexpected end of file in block "
+                                         "definition (missing '}'?)"),
+    (b"func.func @f() {\n  %z = foo bar\n}\n", "2:12: error: Operation foo is not registered"),
+    (b"func.func @f() {\n  )\n}\n", "2:3: error: unexpected ')' in block definition "
+                                   "(expected an operation, a block label or '}')"),
+    (b"func.func @f() {\n  func.return\xff\n}\n", "2:14: error: not UTF-8 text (byte 0xff)"),
+]
+
+
+@pytest.mark.parametrize("data,line", PARSE_ERRORS)
+def test_parsing_diagnostics_print_the_parse_error_to_stdout_and_exit_0(
+        tmp_path: Path, data: bytes, line: str):
+    """As xdsl-opt's flag does (so a lit test can FileCheck a parse error), for every kind
+    of parse error alike; without the flag the same line is the error on stderr."""
+    path = tmp_path / "x.mlir"
+    path.write_bytes(data)
+    result = run_opt("--parsing-diagnostics", str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"{path}:{line}\n", "")
+    result = run_opt(str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", f"{path}:{line}\n")
+    # A parse error is not a verifier diagnostic (as in xdsl-opt).
+    assert run_opt("--verify-diagnostics", str(path)).returncode == 1
+
+
+def test_parsing_diagnostics_go_on_with_the_next_chunk(tmp_path: Path):
+    path = tmp_path / "split.mlir"
+    path.write_text("func.func @f() {\n  )\n}\n// -----\n" + GOOD_NORM)
+    result = run_opt("--parsing-diagnostics", "--split-input-file", str(path))
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"{path}:2:3: error: unexpected ')'")
+    assert "vllm.rms_norm" in result.stdout
+
+
+def test_the_diagnostics_flags_help_says_what_they_do():
+    result = run_opt("--help")
+    text = " ".join(result.stdout.split())
+    assert ("--parsing-diagnostics print a parse error's one-line diagnostic to stdout and "
+            "exit with code 0") in text
+    assert ("--verify-diagnostics print a verifier or pass error's one-line diagnostic to "
+            "stdout and exit with code 0") in text

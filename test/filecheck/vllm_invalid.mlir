@@ -1,4 +1,4 @@
-// RUN: vllm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: vllm-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 // Every verifier message of the vllm dialect, one case per chunk.
 

@@ -1,4 +1,4 @@
-// RUN: vllm-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: vllm-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s
 
 // Quant variants that make no sense for their op: each error names the variant.
 

@@ -19,6 +19,12 @@ class UserError(DiagnosticException):
     """An error in the user's input, already formatted as one line."""
 
 
+class InputParseError(Exception):
+    """Input that does not parse, already formatted as one line. Not a
+    DiagnosticException: `--verify-diagnostics` must not take it for an expected
+    verifier diagnostic (as in xdsl-opt; `--parsing-diagnostics` is for these)."""
+
+
 def one_line(error: BaseException) -> str:
     """The first meaningful line of an exception's message."""
     text = str(error).strip()
