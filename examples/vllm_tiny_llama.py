@@ -45,8 +45,9 @@ def generate(checkpoint: Path, way: str, cache: Path) -> list[list[int]]:
     os.environ["VLLM_CACHE_ROOT"] = str(cache / way / "vllm")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache / way / "inductor")
 
-    import vllm_xdsl
     from vllm import LLM, SamplingParams, TokensPrompt
+
+    import vllm_xdsl
 
     ways = {
         "plain": None,  # vLLM's default CPU configuration: Inductor
