@@ -3,7 +3,7 @@ the pipeline raised, the fusions formed, and the error of the compiled model (in
 against eager.
 
     python bench/corpus_table.py                 # the table
-    python bench/corpus_table.py --markdown      # the README's table
+    python bench/corpus_table.py --markdown      # the table of docs/CORPUS.md
     python bench/corpus_table.py --expectations  # test/corpus/expected.py's EXPECTED
                                                  # (with --markdown: both)
     python bench/corpus_table.py --only llama,ct-FP8-fused   # a subset (by case name)

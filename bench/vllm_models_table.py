@@ -3,8 +3,8 @@ both ways into our compiler, one fresh engine process each (bench/vllm_engine.py
 tokens equal to plain vLLM's, graphs that fell back, and the norm, residual-add and
 act-and-mul sites raised against those of the model (vllm_models_config.expected_sites).
 
-    /work/venv-vllm/bin/python bench/vllm_models_table.py                 # all 10 models
-    /work/venv-vllm/bin/python bench/vllm_models_table.py --models llama,qwen3
+    .venv-vllm/bin/python bench/vllm_models_table.py                 # all 10 models
+    .venv-vllm/bin/python bench/vllm_models_table.py --models llama,qwen3
     ... --out DIR --reuse plain   # keep each start's result in DIR, and take plain vLLM's
                                   # from an earlier run there (its tokens do not depend on us)
     ... --out DIR --render        # only the table of the results in DIR (no engine starts)

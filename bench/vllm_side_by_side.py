@@ -10,7 +10,7 @@ repetitions: other work on a shared machine only ever slows a step down (vLLM se
 with one torch thread, so one other busy process on 2 cores can double every step of a
 start). Across starts the table shows the median.
 
-    /work/venv-vllm/bin/python bench/vllm_side_by_side.py --models llama --rounds 2
+    .venv-vllm/bin/python bench/vllm_side_by_side.py --models llama --rounds 2
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ OPS.md op tables (`| `name` | arguments | results | meaning |`).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -95,3 +96,39 @@ def test_verify_help_points_to_the_document():
     )
     assert result.returncode == 0, result.stderr
     assert "docs/OPS.md" in result.stdout and "shared/" not in result.stdout
+
+
+def _corpus_expectations() -> dict[str, str]:
+    """test/corpus/expected.py alone (the corpus package builds its model cases on import)."""
+    spec = importlib.util.spec_from_file_location(
+        "corpus_expected", ROOT / "test" / "corpus" / "expected.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected: dict[str, str] = module.EXPECTED
+    return expected
+
+
+def test_corpus_table_is_what_the_corpus_test_asserts():
+    """docs/CORPUS.md's table shows the rows test/test_corpus.py asserts (EXPECTED): the same
+    cases, counts, graphs, exactness, and `dynamic=True` column."""
+    expected = _corpus_expectations()
+    lines = (ROOT / "docs" / "CORPUS.md").read_text().splitlines()
+    header = lines.index(next(ln for ln in lines if ln.startswith("| case | dtype |")))
+    rows = []
+    for line in lines[header + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    assert {f"{r[0]}/{r[1]}" for r in rows} == {k for k in expected if not k.endswith("/dynamic")}
+    for case, dtype, norm, add, act, quant, fused, graphs, _err, exact, dynamic, _note in rows:
+        key = f"{case}/{dtype}"
+        counts = f"norm {norm} add {add} act {act} quant {quant} fused {fused} graphs {graphs}"
+        assert expected[key].startswith(counts + " "), (key, expected[key])
+        assert (exact == "yes") == expected[key].endswith(" exact"), key
+        if dynamic == "-":
+            assert f"{key}/dynamic" not in expected, key
+        elif dynamic == "same":
+            assert expected[f"{key}/dynamic"] == expected[key], key
+        else:
+            assert expected[f"{key}/dynamic"] != expected[key], key

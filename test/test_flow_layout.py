@@ -1,5 +1,5 @@
-"""README's Layout names every package and top-level module of vllm_xdsl, and nothing that
-is gone: a reader looking for where something lives starts there."""
+"""The Layout of docs/ARCHITECTURE.md names every package and top-level module of vllm_xdsl,
+and nothing that is gone: a reader looking for where something lives starts there."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT = REPO / "vllm_xdsl"
-README = REPO / "README.md"
+ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
 
 
 def _layout_block() -> str:
-    text = README.read_text()
+    text = ARCHITECTURE.read_text()
     start = text.index("## Layout\n")
     fence = text.index("```\n", start) + 4
     return text[fence:text.index("```\n", fence)]
@@ -34,9 +34,9 @@ def _named(block: str) -> set[str]:
 
 def test_layout_names_every_package_and_module() -> None:
     named = _named(_layout_block())
-    assert not _existing() - named, f"README Layout misses {sorted(_existing() - named)}"
+    assert not _existing() - named, f"docs/ARCHITECTURE.md Layout misses {sorted(_existing() - named)}"
 
 
 def test_layout_names_nothing_that_does_not_exist() -> None:
     named = {n for n in re.findall(r"^vllm_xdsl/([\w.]+/?)", _layout_block(), re.MULTILINE)}
-    assert not named - _existing(), f"README Layout names {sorted(named - _existing())}"
+    assert not named - _existing(), f"docs/ARCHITECTURE.md Layout names {sorted(named - _existing())}"

@@ -7,12 +7,14 @@ The `vllm-opt` commands of "Quick start" and "Using it" are read from the README
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -164,3 +166,117 @@ def test_the_ci_command_ends_with_the_test_command():
     assert os.access(test_script, os.X_OK)
     assert "python -m pytest" in test_script.read_text()
     assert "lit -sv test/filecheck" in test_script.read_text()
+
+
+# --- The README is short, its links resolve, and what it states matches the code. ---
+
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+EXAMPLE_SCRIPT = ROOT / "examples" / "vllm_tiny_llama.py"
+
+
+def _subsection(heading: str) -> str:
+    """The text under `### heading`, up to the next heading of level 2 or 3."""
+    body = README.split(f"\n### {heading}\n", 1)[1]
+    return re.split(r"\n##+ ", body, maxsplit=1)[0]
+
+
+def _blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def _first_column(section_start: str, first_column: str) -> list[str]:
+    """The first cells (without backticks) of the table whose header starts with
+    `| first_column |`, after `section_start`."""
+    text = README.split(f"\n{section_start}", 1)[1]
+    rows = text.split(f"\n| {first_column} |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    return [row.split("|")[1].strip().strip("`") for row in rows]
+
+
+def test_readme_stays_short():
+    """For users: what it is, how to start, how to use it; the rest lives in docs/."""
+    assert len(README.splitlines()) <= 200
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", *DOCS], ids=lambda p: p.name)
+def test_relative_links_resolve(path: Path):
+    text = path.read_text()
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert local or path.name != "README.md"
+    missing = [link for link in local if not (path.parent / link).exists()]
+    assert not missing, f"{path.relative_to(ROOT)} links to missing files: {missing}"
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", *DOCS], ids=lambda p: p.name)
+def test_no_paths_of_one_machine(path: Path):
+    """Paths are relative to the checkout (the vLLM environment is `.venv-vllm`)."""
+    assert not re.findall(r"(?<![\w.])/(?:work|root|home|tmp)/\S+", path.read_text())
+
+
+def test_options_table_is_the_backends_options():
+    from vllm_xdsl.backend_options import OPTIONS
+
+    table = _first_column("## Options", "option")
+    assert table == list(OPTIONS)
+
+
+def test_pass_table_names_the_passes():
+    from vllm_xdsl.transforms import PASS_MODULES
+
+    assert _first_column("### vllm-opt", "pass") == list(PASS_MODULES)
+
+
+def test_environment_table_names_variables_the_code_reads():
+    names = _first_column("## Options", "environment variable")
+    assert names
+    source = "\n".join(p.read_text() for p in (ROOT / "vllm_xdsl").rglob("*.py"))
+    for name in names:
+        assert re.search(rf"\b{name}\b", source), f"{name} is read nowhere in vllm_xdsl"
+
+
+def test_priority_defaults_are_the_policys():
+    from vllm_xdsl.ops.policy import PLATFORM_DEFAULTS
+
+    text = " ".join(README.split())
+    for target, providers in PLATFORM_DEFAULTS.items():
+        assert f"`{target}`: {', '.join(providers)}" in text, target
+
+
+def test_vllm_snippet_is_an_excerpt_of_the_example():
+    """The README's vLLM code is the example's, which test/in_vllm/test_example.py runs."""
+    (snippet,) = _blocks(_subsection("Inside vLLM"), "python")
+    want = snippet.splitlines()
+    lines = EXAMPLE_SCRIPT.read_text().splitlines()
+    windows = (textwrap.dedent("\n".join(lines[i:i + len(want)])).splitlines()
+               for i in range(len(lines) - len(want) + 1))
+    assert want in windows, "the README's vLLM snippet is not a part of the example"
+    for needed in ("skip_tokenizer_init=True", "TokensPrompt(prompt_token_ids=",
+                   "gpu_memory_utilization=0.1", "post_grad_custom_post_pass",
+                   '"backend": "vllm_xdsl"'):
+        assert needed in snippet
+
+
+def test_vllm_example_command_uses_the_environment_scripts_build():
+    (command,) = _blocks(_subsection("Inside vLLM"), "sh")
+    assert command.split() == [".venv-vllm/bin/python", "examples/vllm_tiny_llama.py"]
+    assert "env_dir=${VLLM_XDSL_VLLM_ENV:-$repo/.venv-vllm}" in (
+        ROOT / "scripts" / "vllm-env").read_text()
+    assert 'os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")' in (
+        EXAMPLE_SCRIPT.read_text())
+
+
+def test_torch_compile_snippet_runs(tmp_path: Path):
+    """The snippet compiles the tiny decoder through our passes: the report it asks for
+    shows the fused ops, and it prints its difference from eager."""
+    (snippet,) = _blocks(_subsection("torch.compile"), "python")
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    result = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
+                            cwd=ROOT, env=env, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    diff = re.fullmatch(r"max abs difference from eager: (\S+)\n", result.stdout)
+    assert diff is not None, result.stdout
+    assert math.isfinite(float(diff.group(1)))
+    chosen = set(_report(result.stderr).keys())
+    ops = {key.split(": ")[1] for key in chosen}
+    assert {"rms_norm_quant", "fused_add_rms_norm_quant", "silu_and_mul_quant"} <= ops, (
+        result.stderr[-3000:])

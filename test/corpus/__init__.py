@@ -10,7 +10,7 @@ the pipeline raised and fused, and the error of the compiled model against eager
     row = measure(CASES["llama/bf16"])  # or "llama/bf16/dynamic"
 
 Used by test/test_corpus.py (exact expectations, corpus/expected.py) and by
-bench/corpus_table.py (the table in the README).
+bench/corpus_table.py (the table in docs/CORPUS.md).
 """
 
 from corpus.cases import BOTH_SHAPES, CASES, Case

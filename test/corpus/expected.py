@@ -8,7 +8,7 @@ forward, see corpus.harness.Built).
 A change in the pipeline that changes a row fails test/test_corpus.py; to accept it (an
 improvement), replace EXPECTED with the output of
     python bench/corpus_table.py --expectations
-and update the README's table (--markdown).
+and update the table in docs/CORPUS.md (--markdown).
 """
 
 EXPECTED = {

@@ -1,7 +1,8 @@
 """`raise-native`: recognise native decompositions in `torch.call` chains and raise them
-into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`,
-`vllm.static_scaled_fp8_quant`, `vllm.dynamic_per_token_scaled_fp8_quant`,
-`vllm.silu_and_mul`, `vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`, `vllm.fatrelu_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
+into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`, the quants (fp8
+static, dynamic per tensor, per token, per token group; int8 static, per token), `vllm.silu_and_mul`,
+`vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`, `vllm.fatrelu_and_mul`,
+`vllm.gelu_and_mul_sparse`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
 that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` operand.
 
 A pattern replaces only the last value of a chain; intermediate values with other users
@@ -89,7 +90,8 @@ def raise_patterns(exact: bool) -> list[RewritePattern]:
 
 @dataclass(frozen=True)
 class RaiseNativePass(ModulePass):
-    """Raise the torch decompositions of RMSNorm, residual add, fp8 quant and SiLU-and-mul."""
+    """Raise RMSNorm, residual add, fp8/int8 quant and act-and-mul to vllm ops: their torch
+    decompositions, vLLM IR nodes and vLLM's _C / AITER kernel calls."""
 
     name = "raise-native"
 
