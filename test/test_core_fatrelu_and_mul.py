@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.evaluate import evaluate
 from test_core_gelu_and_mul_sparse import _raised_native
 from xdsl.dialects import func
 from xdsl.parser import Parser
@@ -16,8 +17,7 @@ from vllm_xdsl import ops
 from vllm_xdsl.backends.triton import functions as T
 from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects import make_context, vllm
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 THRESHOLDS = (0.0, 0.1, -0.25)

@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import vllm_standins
+from helpers.evaluate import evaluate
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
@@ -18,8 +19,7 @@ from vllm_xdsl import ops
 from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.ops.tolerance import contract_error
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 # vLLM's GeluAndMulSparse(activation_sparsity=0.95): Normal(0, 1).icdf(0.95).
@@ -153,7 +153,7 @@ def _raised_native(fn, x: torch.Tensor) -> tuple[list[str], torch.Tensor]:  # no
     """raise-native on `fn`'s traced graph: its semantic ops, and the exported graph's output."""
     from vllm_xdsl.backends.torch_export import export_module
     from vllm_xdsl.frontend import capture, import_graph
-    from vllm_xdsl.transforms.raise_native import RaiseNativePass
+    from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
     gm = capture(fn, x, dynamic=None, mark_dynamic={0: 0})
     imported = import_graph(gm)

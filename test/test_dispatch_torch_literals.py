@@ -12,7 +12,7 @@ from xdsl.ir import Block
 
 from vllm_xdsl.dialects.torch import EnumAttr
 from vllm_xdsl.dialects.types import ir_element_type
-from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, literal
+from vllm_xdsl.transforms.ir.torch_builder import Enum, TorchBuilder, literal
 
 
 def test_equal_python_values_keep_their_kind() -> None:

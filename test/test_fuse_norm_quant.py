@@ -17,7 +17,7 @@ from xdsl.dialects import func
 
 from vllm_xdsl.ops import UNFUSED
 from vllm_xdsl.ops.tolerance import assert_close_contract, contract_error
-from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
+from vllm_xdsl.transforms.fusing.fuse_norm_quant import FuseNormQuantPass
 
 FILECHECK = Path(__file__).parent / "filecheck" / "fuse-norm-quant.mlir"
 

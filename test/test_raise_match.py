@@ -5,7 +5,7 @@ from __future__ import annotations
 from xdsl.dialects.test import TestOp
 from xdsl.ir import Block
 
-from vllm_xdsl.transforms.raise_match import is_before
+from vllm_xdsl.transforms.raising.match import is_before
 
 
 def test_is_before_agrees_with_block_order() -> None:

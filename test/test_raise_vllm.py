@@ -20,7 +20,7 @@ from vllm_xdsl.frontend import capture, import_graph
 from vllm_xdsl.frontend.capture import aot_backend
 from vllm_xdsl.ops.tolerance import assert_close_contract
 from vllm_xdsl.pipeline import PipelineOptions, run_pipeline, semantic_counts
-from vllm_xdsl.transforms.raise_native import RaiseNativePass
+from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
 vllm_standins.register()
 C, IR, AITER = torch.ops._C, torch.ops.vllm_ir, torch.ops.vllm_aiter

@@ -9,7 +9,7 @@ from xdsl.utils.test_value import create_ssa_value
 
 from vllm_xdsl import ops
 from vllm_xdsl.ops import RegistrationError, TensorMeta
-from vllm_xdsl.transforms.dispatch_args import meta_of
+from vllm_xdsl.transforms.lowering.meta_args import meta_of
 
 
 @pytest.fixture

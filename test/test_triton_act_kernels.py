@@ -123,13 +123,13 @@ def test_gelu_and_mul_sparse_errors_name_the_op():
 def test_gelu_and_mul_sparse_lowers_to_its_kernel(approximate):
     """lower-dispatch picks the kernel; its spec reads `approximate` off the op (absent:
     "none"), and the lowered function computes the native."""
+    from helpers.evaluate import evaluate
     from xdsl.dialects import func
     from xdsl.parser import Parser
 
     from vllm_xdsl.backends.triton.from_ir import spec_of_op
     from vllm_xdsl.dialects import make_context
-    from vllm_xdsl.transforms.dispatch_eval import evaluate
-    from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+    from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
     attr = "" if approximate is None else f', approximate = "{approximate}"'
     t_in, t_out = "tensor<?x128xbf16>", "tensor<?x64xbf16>"

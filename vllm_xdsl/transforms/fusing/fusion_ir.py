@@ -23,7 +23,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from vllm_xdsl.dialects.torch import CallOp, OperandRefAttr
-from vllm_xdsl.transforms.raise_match import is_before
+from vllm_xdsl.transforms.raising.match import is_before
 
 # aten shape ops that only regroup dimensions of a row-major tensor: element order and
 # element count are kept, so when the last dimension is kept too, every row (token) stays a

@@ -14,8 +14,8 @@ from typing import Any
 from xdsl.ir import SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, EnumAttr
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms import vllm_schemas as schemas
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising import vllm_schemas as schemas
 
 AUTO_V1 = "higher_order::auto_functionalized"
 AUTO_V2 = "higher_order::auto_functionalized_v2"

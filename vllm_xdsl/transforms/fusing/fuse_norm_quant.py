@@ -72,7 +72,7 @@ from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 from vllm_xdsl.ops import FUSED
-from vllm_xdsl.transforms.fusion_ir import (
+from vllm_xdsl.transforms.fusing.fusion_ir import (
     all_before,
     build_op,
     dominates,
@@ -82,8 +82,8 @@ from vllm_xdsl.transforms.fusion_ir import (
     is_unit_add,
     reapply_view,
 )
-from vllm_xdsl.transforms.raise_match import is_before
-from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
+from vllm_xdsl.transforms.ir.routing import RoutedPattern, RoutedPatterns
+from vllm_xdsl.transforms.raising.match import is_before
 
 
 def _fusable_scheme(s: QuantScheme) -> bool:

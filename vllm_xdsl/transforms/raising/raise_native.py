@@ -66,13 +66,13 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
 from xdsl.transforms.dead_code_elimination import dce
 
-from vllm_xdsl.transforms.raise_match import memoized_casts
-from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
-from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
-from vllm_xdsl.transforms.raise_route import RoutedPatterns
-from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
-from vllm_xdsl.transforms.raise_sparse_act import RaiseGeluAndMulSparse
-from vllm_xdsl.transforms.raise_vllm import VLLM_PATTERNS
+from vllm_xdsl.transforms.ir.routing import RoutedPatterns
+from vllm_xdsl.transforms.raising.act_and_mul import RaiseActAndMul
+from vllm_xdsl.transforms.raising.gelu_and_mul_sparse import RaiseGeluAndMulSparse
+from vllm_xdsl.transforms.raising.match import memoized_casts
+from vllm_xdsl.transforms.raising.quant import QUANT_PATTERNS
+from vllm_xdsl.transforms.raising.rms_norm import NORM_PATTERNS
+from vllm_xdsl.transforms.raising.vllm_forms import VLLM_PATTERNS
 
 PATTERNS = (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul, RaiseGeluAndMulSparse)
 

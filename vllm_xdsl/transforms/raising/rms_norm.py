@@ -42,9 +42,9 @@ from vllm_xdsl.dialects.vllm import (
     RmsNormSignature,
     has_rounded_sum,
 )
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_build import Epsilon, build_norm, cast_op, epsilon_of
-from vllm_xdsl.transforms.raise_route import RoutedPattern, erase_if_dead
+from vllm_xdsl.transforms.ir.routing import RoutedPattern, erase_if_dead
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.build import Epsilon, build_norm, cast_op, epsilon_of
 
 F32 = torch.float32
 

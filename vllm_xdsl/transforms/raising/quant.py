@@ -48,10 +48,10 @@ from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.ops.dtypes import to_torch
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
-from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
-from vllm_xdsl.transforms.raise_route import RoutedPattern
+from vllm_xdsl.transforms.ir.routing import RoutedPattern
+from vllm_xdsl.transforms.ir.torch_builder import TorchBuilder, meta
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.quant_scale import DynamicScale, dynamic_scale
 
 F32 = torch.float32
 _CLAMPS = ("aten::clamp.default", "aten::clamp_min.default", "aten::clamp_max.default",
