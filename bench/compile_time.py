@@ -93,7 +93,7 @@ def decoder_ir(layers: int):  # noqa: ANN201
     from vllm_xdsl.dialects import vllm
     from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
     from vllm_xdsl.dialects.types import ir_element_type, tensor_type
-    from vllm_xdsl.transforms.fusing.fusion_ir import build_op
+    from vllm_xdsl.transforms.ir.build import build_op
 
     def t(*shape: int | None, dtype: torch.dtype = ACT):  # noqa: ANN202
         return tensor_type(dtype, shape)

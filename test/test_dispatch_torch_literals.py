@@ -1,4 +1,4 @@
-"""dispatch_torch builds each recurring literal and tensor type once: the cache must keep
+"""ir.torch_builder builds each recurring literal and tensor type once: the cache must keep
 apart the values that compare equal in Python (1, 1.0 and True; -0.0 and 0.0; an Enum
 and its str)."""
 

@@ -1,11 +1,11 @@
 """`lower-dispatch`: turn each `vllm` op into the implementation the dispatch policy picks.
 
-For each semantic op the pass builds the argument metadata from the IR (dispatch_args:
+For each semantic op the pass builds the argument metadata from the IR (meta_args.py:
 the same TensorMeta view eager dispatch builds from tensors, with the target's device)
 and asks `vllm_xdsl.ops.select` (registry + policy; no policy of its own). The chosen
 provider's op replaces it: `triton.*`, `cuda.*`, `rocm.*` with the same operands and
 results plus implementation properties decided here (block size, vector width, in place),
-or, for `native`, the op's elementary torch decomposition (native_lowering, traced from the native). An
+or, for `native`, the op's elementary torch decomposition (native.py, traced from the native). An
 out-of-tree provider has no dialect: its op becomes a one-bucket `auto.<op>` that calls
 the registered implementation at run time, so eager and compiled code agree.
 

@@ -1,16 +1,16 @@
-"""`raise-native`: recognise native decompositions in `torch.call` chains and raise them
-into semantic ops (`vllm.rms_norm`, `vllm.fused_add_rms_norm`,
-`vllm.static_scaled_fp8_quant`, `vllm.dynamic_per_token_scaled_fp8_quant`,
-`vllm.silu_and_mul`, `vllm.gelu_and_mul`, `vllm.gelu_tanh_and_mul`, `vllm.fatrelu_and_mul`), for any epsilon: a literal eps becomes the `epsilon` property, an eps
-that the graph passes in (dynamic=True) becomes the runtime `epsilon(...)` operand.
+"""`raise-native`: recognise native decompositions in `torch.call` chains, and vLLM's own
+calls, and raise them into the semantic ops of the `vllm` dialect (the norms, the quants
+and the act-and-mul ops: the table below), for any epsilon: a literal eps becomes the
+`epsilon` property, an eps that the graph passes in (dynamic=True) becomes the runtime
+`epsilon(...)` operand.
 
 A pattern replaces only the last value of a chain; intermediate values with other users
 stay, so nothing that is read elsewhere changes. Dead `torch.call`s left behind are removed
 by xDSL's dead code elimination where their effects allow (torch.TorchCallEffects).
 
-Which forms map, and how exactly, is documented per family in raise_norm.py,
-raise_quant.py and raise_silu.py; vLLM's own spellings (vLLM IR nodes, `_C` and AITER
-kernel calls) in raise_vllm.py. Two levels:
+Which forms map, and how exactly, is documented per family in rms_norm.py (with
+residual_add.py), quant.py and act_and_mul.py; vLLM's own spellings (vLLM IR nodes, `_C`
+and AITER kernel calls) in vllm_forms.py. Two levels:
 
 - default: every rounding to a storage dtype (f16/bf16/fp8) happens where the contract
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
@@ -20,7 +20,7 @@ kernel calls) in raise_vllm.py. Two levels:
 
 A form that rounds at another point than the contract (the HF residual sum rounded to
 f16/bf16 before the norm, an f16 quotient before fp8) is raised at both levels as the exact
-variant it computes (fused_add_rms_norm{rounded_sum}, the quant variants of raise_quant.py;
+variant it computes (fused_add_rms_norm{rounded_sum}, the quant variants of quant.py;
 docs/OPS.md "Variants"), never approximately.
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
@@ -43,8 +43,8 @@ docs/OPS.md "Variants"), never approximately.
 | `silu(gate) * up`, two tensors of one type (any rank)            | silu_and_mul up(...)       | exact   |
 | `aten.gelu(gate[, approximate="tanh"]) * up` (halves or two)     | gelu(_tanh)_and_mul        | exact   |
 | Inductor's decomposed silu (`xf / (1 + exp(-xf))`, `xf * sigmoid(xf)`) | silu_and_mul         | default |
-| Inductor's decomposed gelu / tanh gelu (raise_silu.py)           | gelu(_tanh)_and_mul        | default |
-| `gelu(relu(gate - (mean + std * m))) * up`, aten.std (raise_sparse_act.py) | gelu_and_mul_sparse | as its GELU |
+| Inductor's decomposed gelu / tanh gelu (act_and_mul.py)          | gelu(_tanh)_and_mul        | default |
+| `gelu(relu(gate - (mean + std * m))) * up`, aten.std (gelu_and_mul_sparse.py) | gelu_and_mul_sparse | as its GELU |
 | the same with std as `sqrt(var(gate.float()))` rounded            | gelu_and_mul_sparse        | default |
 
 Never raised (the meaning differs): a mean over another dim, no keepdim, eps added after
@@ -89,7 +89,9 @@ def raise_patterns(exact: bool) -> list[RewritePattern]:
 
 @dataclass(frozen=True)
 class RaiseNativePass(ModulePass):
-    """Raise the torch decompositions of RMSNorm, residual add, fp8 quant and SiLU-and-mul."""
+    """Raise RMSNorm (and the residual add before it), the fp8/int8 quants and the act-and-mul
+    ops (SiLU, GELU, GELU-tanh, FATReLU, sparse GELU) into vllm ops, from their torch
+    decompositions and from vLLM's own calls (vLLM IR, _C, AITER)."""
 
     name = "raise-native"
 
