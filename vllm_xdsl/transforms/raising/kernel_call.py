@@ -1,4 +1,4 @@
-"""vLLM's kernel calls as raise_vllm.py reads them: one `torch.call` of a vLLM op, plain
+"""vLLM's kernel calls as vllm_forms.py reads them: one `torch.call` of a vLLM op, plain
 or functionalized (`auto_functionalized` in vLLM's post-grad graph, `auto_functionalized_v2`
 where AOTAutograd functionalizes a `_C` call that writes into a `torch.empty` buffer),
 seen as its arguments by schema name and, for each argument the kernel writes, the value

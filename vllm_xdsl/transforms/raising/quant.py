@@ -1,5 +1,5 @@
 """raise-native patterns for quantization -> the unfused `vllm.*_quant` ops, each with the
-exact variant its source computes (docs/OPS.md "Variants"; raise_quant_scale.py reads the
+exact variant its source computes (docs/OPS.md "Variants"; quant_scale.py reads the
 dynamic scales).
 
 A quant ends in one of (bounds are numbers or 0-d constants, casts may sit anywhere):
@@ -21,7 +21,7 @@ every float dtype), so it counts as the quotient's. A scale rounded before the d
 0-d f32 scale divided into bf16 values) or two different narrow dtypes in one chain match
 no variant: not raised.
 
-The scale: a [1] value not computed here -> static; else raise_quant_scale.dynamic_scale
+The scale: a [1] value not computed here -> static; else quant_scale.dynamic_scale
 (per tensor, per token, per group; the group form quantizes `x.view(..., G, gs)`). The
 dynamic scale's other users read the raised op's scales, reshaped to their shape.
 
