@@ -1,6 +1,6 @@
 """fuse-norm-quant: fused IR computes what the unfused IR computes.
 
-Evaluated with the tiny interpreter of test_fuse_norm_quant_eval (vllm ops through their
+Evaluated with the tiny interpreter of helpers/native_eval.py (vllm ops through their
 native contracts, torch calls through their overloads), so no importer/exporter is needed.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_fuse_norm_quant_eval import count_ops, parse, random_args, run
+from helpers.native_eval import count_ops, parse, random_args, run
 from xdsl.context import Context
 from xdsl.dialects import func
 

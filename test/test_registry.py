@@ -12,22 +12,6 @@ from vllm_xdsl.ops import RegistrationError, TensorMeta
 from vllm_xdsl.transforms.lowering.meta_args import meta_of
 
 
-@pytest.fixture
-def scratch():
-    """Register impls for one test only."""
-    added: list[tuple[ops.SemanticOp, str]] = []
-
-    def register(op, provider, fn, **kw):
-        op.register_impl(provider, **kw)(fn)
-        added.append((op, provider))
-        return fn
-
-    yield register
-    for op, provider in added:
-        op.unregister_impl(provider)
-    ops.set_priority(None)
-
-
 def rms(x, weight, epsilon, variance_size=None):
     return ops.rms_norm.native(x, weight, epsilon, variance_size)
 

@@ -3,20 +3,21 @@ one operand (gate and up halves) and two (gate and a separate, strided up), unfu
 with every fused quant scheme; and gelu_and_mul_sparse's kernel. In Triton's interpreter
 without a GPU."""
 
-import os
-
 import pytest
 import torch
+from helpers.triton import (  # before the kernels: it sets up the interpreter
+    DEVICE,
+    DTYPES,
+    SCHEME_IDS,
+    SCHEMES,
+    check,
+    randn,
+    scale_args,
+)
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
-pytest.importorskip("triton")
-
-from test_triton_kernels import DEVICE, DTYPES, SCHEME_IDS, SCHEMES, _scale_args, check, randn  # noqa: E402
-
-from vllm_xdsl import ops  # noqa: E402
-from vllm_xdsl.backends.triton import functions as F  # noqa: E402
-from vllm_xdsl.backends.triton.spec import KernelSpec  # noqa: E402
+from vllm_xdsl import ops
+from vllm_xdsl.backends.triton import functions as F
+from vllm_xdsl.backends.triton.spec import KernelSpec
 
 ACT_OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 
@@ -40,7 +41,7 @@ def test_act_and_mul(op, dtype, tokens, d):
 def test_act_and_mul_quant(op, scheme, ub, dtype):
     kernel, native = getattr(F, f"{op}_quant"), ops.ALL_OPS[f"{op}_quant"].native
     x = randn(7, 128, dtype=dtype, seed=34, scale=3.0)
-    args = (*_scale_args(scheme, ub), *scheme)
+    args = (*scale_args(scheme, ub), *scheme)
     check(kernel(x, *args), native(x, *args), ("value", "scales"))
     gate, up = x[:, :64].contiguous(), randn(7, 64, dtype=dtype, seed=35, scale=3.0)
     check(kernel(gate, *args, up=up), native(gate, *args, up=up), ("value", "scales"))
