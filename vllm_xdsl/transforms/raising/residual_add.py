@@ -18,9 +18,16 @@ from dataclasses import dataclass
 import torch
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from vllm_xdsl.dialects.vllm import RmsNormOp
-from vllm_xdsl.transforms.ir.placement import all_before, dominates, erase_dead, insert_before
+from vllm_xdsl.transforms.ir.placement import (
+    all_before,
+    dominates,
+    erase_dead,
+    insert_before,
+    is_before,
+)
 from vllm_xdsl.transforms.ir.routing import RoutedPattern
 from vllm_xdsl.transforms.raising import match as m
 from vllm_xdsl.transforms.raising.build import Epsilon, build_norm
@@ -40,8 +47,8 @@ class RaiseResidualAdd(RoutedPattern):
       (`a.float() + r.float()`, vLLM's native) is left to RaiseNormCastBack, which raises
       the norm cast back to that dtype onto fused_add_rms_norm in it, the better op; it
       sees the norm later, so raising the f32 sum first would take that from it;
-    - every other user of the sum comes after the norm (the fused op then stands at the
-      norm), or the norm's weight and runtime epsilon are defined before the add (the
+    - every other live user of the sum comes after the norm (the fused op then stands at
+      the norm), or the norm's weight and runtime epsilon are defined before the add (the
       fused op then stands at the add and serves the earlier users too); otherwise the
       add would have to stay beside the fused op, which then reads both addends and
       writes the sum again: more traffic than the add and the norm it replaces.
@@ -66,17 +73,23 @@ class RaiseResidualAdd(RoutedPattern):
             w is not None and w is not v for w, v in zip(widened, (a, r), strict=True)
         ):
             return
-        others = [u.operation for u in total.uses if u.operation is not op]
-        if all_before(op, others):
-            anchor: Operation = op
-        elif all(dominates(v, add) for v in (op.weight, op.epsilon_value) if v is not None):
-            anchor = add
-        else:
+        # A dead user (what raise-native's own rewrites left of the decomposition, until the
+        # walk erases it) is no reader of the sum: where it stands decides nothing.
+        others = [u.operation for u in total.uses
+                  if u.operation is not op and not is_trivially_dead(u.operation)]
+        at_norm = all_before(op, others)
+        if not at_norm and not all(
+            dominates(v, add) for v in (op.weight, op.epsilon_value) if v is not None
+        ):
             return
         rounded = m.dtype(total) != torch.float32  # the norm reads the sum as the add rounded it
         fused = build_norm(a, r, op.weight, Epsilon.of(op), op.out.type, rounded_sum=rounded)
-        insert_before(rewriter, fused, anchor)
+        insert_before(rewriter, fused, op if at_norm else add)
         rewriter.replace_all_uses_with(op.out, fused.results[0])
         rewriter.erase(op)
-        rewriter.replace_all_uses_with(total, fused.results[1])
+        if at_norm:  # the dead users before it keep the add until they go
+            rewriter.replace_uses_with_if(
+                total, fused.results[1], lambda use: is_before(fused, use.operation))
+        else:
+            rewriter.replace_all_uses_with(total, fused.results[1])
         erase_dead(add, rewriter)
