@@ -43,10 +43,12 @@ class RaiseResidualAdd(RoutedPattern):
     - no `variance_size`: fused_add_rms_norm cannot express it;
     - a plain add of two tensors of the sum's type in the norm's block: a broadcast or
       type promotion is not the op's sum, and placement is only known within one block;
-    - an f32 sum of two values widened exactly from one narrower dtype
+    - an f32 sum of two values each widened exactly from a narrower dtype
       (`a.float() + r.float()`, vLLM's native) is left to RaiseNormCastBack, which raises
       the norm cast back to that dtype onto fused_add_rms_norm in it, the better op; it
-      sees the norm later, so raising the f32 sum first would take that from it;
+      sees the norm later, so raising the f32 sum first would take that from it (in
+      fuse-norm-quant, which has no cast-back pattern, such a sum stays: it remains only
+      where raise-native's cast back did not apply);
     - every other live user of the sum comes after the norm (the fused op then stands at
       the norm), or the norm's weight and runtime epsilon are defined before the add (the
       fused op then stands at the add and serves the earlier users too); otherwise the
