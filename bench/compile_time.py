@@ -93,7 +93,7 @@ def decoder_ir(layers: int):  # noqa: ANN201
     from vllm_xdsl.dialects import vllm
     from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
     from vllm_xdsl.dialects.types import ir_element_type, tensor_type
-    from vllm_xdsl.transforms.fusion_ir import build_op
+    from vllm_xdsl.transforms.ir.build import build_op
 
     def t(*shape: int | None, dtype: torch.dtype = ACT):  # noqa: ANN202
         return tensor_type(dtype, shape)
@@ -151,7 +151,7 @@ def _pipeline() -> tuple[str, Callable[[int, torch.fx.GraphModule], dict[str, fl
     (and the fused op count under "fused")."""
     from xdsl.context import Context
 
-    from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
+    from vllm_xdsl.transforms.fusing.fuse_norm_quant import FuseNormQuantPass
 
     try:
         from vllm_xdsl.backends.torch_export import export_module
@@ -328,7 +328,7 @@ def main() -> None:
     # The pass alone on IR built directly (no importer noise), best of `repeat` fresh modules.
     from xdsl.context import Context
 
-    from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
+    from vllm_xdsl.transforms.fusing.fuse_norm_quant import FuseNormQuantPass
 
     alone, calls = {}, {}
     for layers in (8, 64):

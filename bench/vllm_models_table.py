@@ -1,5 +1,5 @@
-"""The models of bench/vllm_models_config.py inside real vLLM (CPU build), plain and through
-both ways into our compiler, one fresh engine process each (bench/vllm_engine.py): greedy
+"""The models of test/helpers/vllm_models_config.py inside real vLLM (CPU build), plain and through
+both ways into our compiler, one fresh engine process each (test/helpers/vllm_engine.py): greedy
 tokens equal to plain vLLM's, graphs that fell back, and the norm, residual-add and
 act-and-mul sites raised against those of the model (vllm_models_config.expected_sites).
 
@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+# The engine runner and the model checkpoints are the in-vLLM tests' (test/helpers), which
+# this benchmark runs as they do: test/ on the path once, as for bench/corpus_table.py.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
-from vllm_engine import WAYS, run_engine  # noqa: E402
-from vllm_models_config import MODELS, expected_sites, write_checkpoint  # noqa: E402
+from helpers.vllm_engine import WAYS, run_engine  # noqa: E402
+from helpers.vllm_models_config import MODELS, expected_sites, write_checkpoint  # noqa: E402
 
 KINDS = ("norm", "residual", "act")
 

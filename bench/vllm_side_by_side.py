@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+# The engine runner and the model checkpoints are the in-vLLM tests' (test/helpers), which
+# this benchmark runs as they do: test/ on the path once, as for bench/corpus_table.py.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
-from vllm_models_config import MODELS, write_checkpoint  # noqa: E402
+from helpers.vllm_models_config import MODELS, write_checkpoint  # noqa: E402
 
 WAYS = ("plain", "backend", "post_grad")
 # Not run unless asked for: the backend with vLLM's custom ops off, as vLLM's own Inductor

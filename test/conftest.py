@@ -1,8 +1,9 @@
-"""Suite-wide checks (pytest loads this before any test module)."""
+"""Suite-wide checks and shared fixtures (pytest loads this before any test module)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from torch_config_guard import differences, snapshot
@@ -17,3 +18,22 @@ def torch_config_unchanged() -> Iterator[None]:
     if changed:
         pytest.fail("the test left torch's configuration changed (patch it with torch's "
                     "config.patch(...), never monkeypatch.setattr):\n  " + "\n  ".join(changed))
+
+
+@pytest.fixture
+def scratch() -> Iterator[Callable[..., Any]]:
+    """register(op, provider, fn, **kw): an implementation registered for this test only;
+    afterwards it is unregistered and the priority policy is back to its default."""
+    from vllm_xdsl import ops
+
+    added: list[tuple[ops.SemanticOp, str]] = []
+
+    def register(op: ops.SemanticOp, provider: str, fn: Callable[..., Any], **kw: Any) -> Any:
+        op.register_impl(provider, **kw)(fn)
+        added.append((op, provider))
+        return fn
+
+    yield register
+    for op, provider in added:
+        op.unregister_impl(provider)
+    ops.set_priority(None)

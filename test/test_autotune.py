@@ -142,7 +142,7 @@ from vllm_xdsl import ops, tune
 from vllm_xdsl.backends.torch_export.exporter import export_module
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.ops.tolerance import contract_error
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 from vllm_xdsl.backends.auto.torch_ops import pick
 import vllm_xdsl_tune_demo as demo
 demo.use_virtual_clock()

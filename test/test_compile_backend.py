@@ -24,7 +24,7 @@ from vllm_xdsl.dialects import make_context  # noqa: E402
 from vllm_xdsl.models import LlamaRMSNorm, Mlp  # noqa: E402
 from vllm_xdsl.models.llama import DecoderConfig  # noqa: E402
 from vllm_xdsl.pass_options import build_pass, python_params  # noqa: E402
-from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass  # noqa: E402
+from vllm_xdsl.transforms.lowering.lower_dispatch import LowerDispatchPass  # noqa: E402
 
 HIDDEN = 64
 
@@ -96,7 +96,7 @@ def test_strict_raises(monkeypatch) -> None:
 def test_an_unknown_pass_fails_before_any_pass_runs(monkeypatch) -> None:
     from xdsl.dialects.builtin import ModuleOp
 
-    from vllm_xdsl.transforms.raise_native import RaiseNativePass
+    from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
     ran: list[str] = []
     monkeypatch.setattr(RaiseNativePass, "apply", lambda self, ctx, module: ran.append(self.name))

@@ -45,7 +45,7 @@ MODELS = {
     "norm_view_quant": (NormViewQuant,
                         {"vllm.rms_norm": 1, "vllm.static_scaled_fp8_quant": 1}),
 }
-XFAIL: set[tuple[str, torch.dtype]] = set()  # was the fused rounded add; see raise_norm.py
+XFAIL: set[tuple[str, torch.dtype]] = set()  # was the fused rounded add; see raising/residual_add.py
 
 
 def semantic(counts: Counter) -> dict[str, int]:

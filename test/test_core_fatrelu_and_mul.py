@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from test_core_gelu_and_mul_sparse import _raised_native
+from helpers.evaluate import evaluate
+from helpers.raised import raised_native, raised_run
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
@@ -16,8 +17,7 @@ from vllm_xdsl import ops
 from vllm_xdsl.backends.triton import functions as T
 from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects import make_context, vllm
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 THRESHOLDS = (0.0, 0.1, -0.25)
@@ -174,7 +174,7 @@ def test_vllm_native_form_is_raised_to_the_op(dt: str, threshold: float) -> None
     # since the last compile of the same code becomes a graph input, automatic dynamic, and a
     # threshold known only at run time stays unraised: hence the reset.)
     torch._dynamo.reset()
-    ops_seen, out = _raised_native(FatreluAndMul(threshold), x)
+    ops_seen, out = raised_native(FatreluAndMul(threshold), x)
     assert len(ops_seen) == 1, ops_seen
     assert f"vllm.fatrelu_and_mul %arg1 {{threshold = {_f64(threshold)} : f64}}" in ops_seen[0]
     assert _same(out, _vllm_native(x, threshold))
@@ -185,7 +185,7 @@ def test_separate_projections_are_raised_with_up() -> None:
         return F.threshold(x * 2, 0.25, 0.0) * (x + 1)
 
     x = _x(torch.bfloat16, t=5, d=32, seed=7)[:, :32].contiguous()
-    ops_seen, out = _raised_native(mlp, x)
+    ops_seen, out = raised_native(mlp, x)
     assert len(ops_seen) == 1 and "vllm.fatrelu_and_mul" in ops_seen[0] and " up(" in ops_seen[0]
     assert _same(out, mlp(x))
 
@@ -196,7 +196,7 @@ def test_another_replacement_value_is_not_fatrelu() -> None:
         return F.threshold(x[..., :d], 0.1, -1.0) * x[..., d:]
 
     x = _x(torch.float32, t=5, d=32, seed=8)
-    ops_seen, out = _raised_native(other, x)
+    ops_seen, out = raised_native(other, x)
     assert ops_seen == []
     assert _same(out, other(x))
 
@@ -207,7 +207,6 @@ def test_vllm_c_kernel_call_is_raised(functionalized: str) -> None:
     a stand-in here): one op with the threshold. vLLM's kernel zeroes a NaN gate
     (`f > threshold ? f : 0`), the native keeps it: on NaN-free values they agree."""
     import vllm_standins
-    from test_raise_vllm import _raised_run
 
     vllm_standins.register()
 
@@ -218,7 +217,7 @@ def test_vllm_c_kernel_call_is_raised(functionalized: str) -> None:
 
     x = _x(torch.bfloat16, t=6, d=64, seed=9).nan_to_num(0.0, 0.0, 0.0)
     with torch._inductor.config.patch(enable_auto_functionalized_v2=functionalized == "v2"):
-        module, expected, got = _raised_run(block, (x,))
+        module, expected, got = raised_run(block, (x,))
     raised = [op for op in module.walk() if op.name.startswith("vllm.")]
     assert [op.name for op in raised] == ["vllm.fatrelu_and_mul"]
     assert raised[0].properties["threshold"].value.data == 0.1

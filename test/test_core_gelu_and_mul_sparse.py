@@ -11,6 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 import vllm_standins
+from helpers.evaluate import evaluate
+from helpers.raised import raised_native
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
@@ -18,8 +20,7 @@ from vllm_xdsl import ops
 from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.ops.tolerance import contract_error
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 # vLLM's GeluAndMulSparse(activation_sparsity=0.95): Normal(0, 1).icdf(0.95).
@@ -149,29 +150,12 @@ def test_compiled_call_is_imported_lowered_and_exact(tmp_path, monkeypatch) -> N
     assert "vllm.gelu_and_mul_sparse" not in lowered.read_text()
 
 
-def _raised_native(fn, x: torch.Tensor) -> tuple[list[str], torch.Tensor]:  # noqa: ANN001
-    """raise-native on `fn`'s traced graph: its semantic ops, and the exported graph's output."""
-    from vllm_xdsl.backends.torch_export import export_module
-    from vllm_xdsl.frontend import capture, import_graph
-    from vllm_xdsl.transforms.raise_native import RaiseNativePass
-
-    gm = capture(fn, x, dynamic=None, mark_dynamic={0: 0})
-    imported = import_graph(gm)
-    RaiseNativePass().apply(make_context(), imported.module)
-    names = [str(op) for op in imported.module.walk() if op.name.startswith("vllm.")]
-    values = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-    exported = export_module(imported.module, gm, values)
-    args = (x,) if len(values) == 1 else (x.shape[0], x)  # the token count first, if taken
-    (out,) = exported(*args)
-    return names, out
-
-
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dt", DTYPES)
 def test_vllm_native_form_is_raised_to_the_op(dt: str, approximate: str) -> None:
     """vLLM IR's native as a model's graph holds it (its default CPU form): one op."""
     x = _x(DTYPES[dt], t=7, d=64, seed=6)
-    ops_seen, out = _raised_native(lambda x: _vllm_native(x, STD_95, approximate), x)
+    ops_seen, out = raised_native(lambda x: _vllm_native(x, STD_95, approximate), x)
     attr = "" if approximate == "none" else ', approximate = "tanh"'
     want = f"vllm.gelu_and_mul_sparse %arg1 {{std_multiplier = {STD_95!r} : f64{attr}}}"
     assert len(ops_seen) == 1 and want in ops_seen[0], ops_seen
@@ -187,6 +171,6 @@ def test_other_statistics_are_not_a_sparse_gate() -> None:
         return F.gelu(F.relu(gate - cutoff)) * x[..., d:]
 
     x = _x(torch.bfloat16, t=5, d=64, seed=7)
-    ops_seen, out = _raised_native(unbiased, x)
+    ops_seen, out = raised_native(unbiased, x)
     assert [s.split(" = ")[1].split(" ")[0] for s in ops_seen] == ["vllm.gelu_and_mul"], ops_seen
     assert torch.equal(out, unbiased(x))

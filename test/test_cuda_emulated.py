@@ -15,10 +15,10 @@ VLLM_XDSL_FULL_GRID=1 for OPS.md's full grid.
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 import torch
+from helpers.cuda_emulated import KERNEL_BUILDS, build_kernels
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.cuda import library as L
@@ -26,13 +26,6 @@ from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.tolerance import contract_error
-
-
-def _require_cxx() -> None:
-    if shutil.which(os.environ.get("VLLM_XDSL_CXX", "g++")) is None:
-        if os.environ.get("VLLM_XDSL_REQUIRE_TOOLCHAINS") == "1":
-            pytest.fail("VLLM_XDSL_REQUIRE_TOOLCHAINS=1 but g++ (the emulation build) is missing")
-        pytest.skip("g++ is not installed")
 
 FULL = os.environ.get("VLLM_XDSL_FULL_GRID") == "1"
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -45,43 +38,9 @@ SHAPES = (
 FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 
 
-class OnDevice:
-    """Kernels called with CPU tensors, run on `device`; results (and in-place writes) come back."""
-
-    def __init__(self, kernels: Kernels, device: str) -> None:
-        self.kernels, self.device = kernels, device
-
-    def __getattr__(self, name: str):  # noqa: ANN204
-        fn = getattr(self.kernels, name)
-
-        def call(*args: object, **kwargs: object) -> object:
-            moved = [a.to(self.device) if isinstance(a, torch.Tensor) else a for a in args]
-            kwargs = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v
-                      for k, v in kwargs.items()}
-            out = fn(*moved, **kwargs)
-            back = {}
-            for a, m in zip(args, moved, strict=True):
-                if isinstance(a, torch.Tensor):
-                    a.copy_(m.cpu())  # what an in-place kernel wrote
-                    back[id(m)] = a
-            if isinstance(out, tuple):
-                return tuple(back.get(id(o), o.cpu()) for o in out)
-            return back.get(id(out), out.cpu())
-
-        return call
-
-
-GPU = torch.cuda.is_available()
-
-
-@pytest.fixture(scope="session", params=["warp32", "warp64", *(["gpu"] if GPU else [])])
+@pytest.fixture(scope="session", params=KERNEL_BUILDS)
 def kernels(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Kernels:
-    if request.param == "gpu":
-        return OnDevice(Kernels("rocm" if torch.version.hip else "cuda"), "cuda")  # type: ignore[return-value]
-    _require_cxx()
-    with pytest.MonkeyPatch.context() as mp:  # a fresh cache: this session compiles
-        mp.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path_factory.mktemp("vx_emul_cache")))
-        return Kernels("cuda", L.load_library("emul", (request.param,)))
+    return build_kernels(request.param, tmp_path_factory)
 
 
 def _check(actual: torch.Tensor, expected: torch.Tensor, kind: str = "value") -> None:

@@ -19,10 +19,9 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from test_cuda_emulated import GPU, OnDevice, _require_cxx
+from helpers.cuda_emulated import KERNEL_BUILDS, build_kernels
 
 from vllm_xdsl import ops
-from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.register import supports_args
 from vllm_xdsl.backends.cuda.torch_ops import _unfused_scheme, define
@@ -43,14 +42,9 @@ CT_INT8 = f"{CT_FP8} range 127.5"  # W8A8 dynamic int8
 TIE_SCALE = 3.0 / 16.0  # static scale of the tie rows; 1 / TIE_SCALE is not exact in f32
 
 
-@pytest.fixture(scope="module", params=["warp32", "warp64", *(["gpu"] if GPU else [])])
+@pytest.fixture(scope="module", params=KERNEL_BUILDS)
 def kernels(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Kernels:
-    if request.param == "gpu":
-        return OnDevice(Kernels("rocm" if torch.version.hip else "cuda"), "cuda")  # type: ignore[return-value]
-    _require_cxx()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path_factory.mktemp("vx_variant_cache")))
-        return Kernels("cuda", L.load_library("emul", (request.param,)))
+    return build_kernels(request.param, tmp_path_factory)
 
 
 def _qmax(qd: torch.dtype) -> float:

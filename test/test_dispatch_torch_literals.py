@@ -1,4 +1,4 @@
-"""dispatch_torch builds each recurring literal and tensor type once: the cache must keep
+"""ir.torch_builder builds each recurring literal and tensor type once: the cache must keep
 apart the values that compare equal in Python (1, 1.0 and True; -0.0 and 0.0; an Enum
 and its str)."""
 
@@ -12,7 +12,7 @@ from xdsl.ir import Block
 
 from vllm_xdsl.dialects.torch import EnumAttr
 from vllm_xdsl.dialects.types import ir_element_type
-from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder, literal
+from vllm_xdsl.transforms.ir.torch_builder import Enum, TorchBuilder, literal
 
 
 def test_equal_python_values_keep_their_kind() -> None:

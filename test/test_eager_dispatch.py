@@ -10,18 +10,10 @@ from vllm_xdsl.ops import DispatchError
 
 
 @pytest.fixture(autouse=True)
-def clean(monkeypatch):
+def clean(monkeypatch, scratch):
+    """conftest's `scratch`, with no priority from the environment."""
     monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
-    added: list[tuple[ops.SemanticOp, str]] = []
-
-    def register(op, provider, fn, **kw):
-        op.register_impl(provider, **kw)(fn)
-        added.append((op, provider))
-
-    yield register
-    for op, provider in added:
-        op.unregister_impl(provider)
-    ops.set_priority(None)
+    return scratch
 
 
 def xw(tokens=3, hidden=64, dtype=torch.bfloat16):

@@ -9,7 +9,7 @@ from xdsl.context import Context
 from vllm_xdsl import ops
 from vllm_xdsl.backends.torch_export import export_module, meta
 from vllm_xdsl.frontend import capture, import_graph
-from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
+from vllm_xdsl.transforms.fusing.fuse_norm_quant import FuseNormQuantPass
 
 
 def _layers(x: torch.Tensor, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,6 @@
 """fuse-norm-quant: fused IR computes what the unfused IR computes.
 
-Evaluated with the tiny interpreter of test_fuse_norm_quant_eval (vllm ops through their
+Evaluated with the tiny interpreter of helpers/native_eval.py (vllm ops through their
 native contracts, torch calls through their overloads), so no importer/exporter is needed.
 """
 
@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_fuse_norm_quant_eval import count_ops, parse, random_args, run
+from helpers.native_eval import count_ops, parse, random_args, run
 from xdsl.context import Context
 from xdsl.dialects import func
+from xdsl.pattern_rewriter import PatternRewriter
 
 from vllm_xdsl.ops import UNFUSED
 from vllm_xdsl.ops.tolerance import assert_close_contract, contract_error
-from vllm_xdsl.transforms.fuse_norm_quant import FuseNormQuantPass
+from vllm_xdsl.transforms.fusing.fuse_norm_quant import FuseNormQuantPass
+from vllm_xdsl.transforms.raising.residual_add import RaiseResidualAdd
 
 FILECHECK = Path(__file__).parent / "filecheck" / "fuse-norm-quant.mlir"
 
@@ -88,6 +90,33 @@ def test_raised_residual_add(dtype: str) -> None:
     assert torch.equal(s32, s_ref)
     assert_close_contract(y32, y_ref, kind="norm")
     assert torch.equal(y32, y_ref) == (dtype == "f32")
+
+
+
+def test_a_dead_user_of_the_sum_does_not_block_the_raise() -> None:
+    """A user of the sum before the norm blocks the residual-add raise where the weight is
+    defined after the add (the add would have to stay beside the fused op); a dead one (what
+    raise-native's rewrites leave until the walk erases it) does not, and keeps the add."""
+    t = "tensor<4x256xf32>"
+    text = f"""func.func @f(%x: {t}, %r: {t}) -> ({t}, {t}) {{
+      %a = torch.call "aten::add.Tensor"(%x, %r) [#torch.operand<0>, #torch.operand<1>] : ({t}, {t}) -> {t}
+      %n = torch.call "aten::neg.default"(%a) [#torch.operand<0>] : ({t}) -> {t}
+      %w = torch.get_attr "norm.weight" : tensor<256xf32>
+      %y = vllm.rms_norm %a weight(%w : tensor<256xf32>) {{epsilon = 1.0e-05 : f64}} : {t} -> {t}
+      func.return %y, RESULT : {t}, {t}
+    }}"""
+
+    def raised(result: str) -> tuple[bool, str]:
+        module = parse(text.replace("RESULT", result))
+        norm = next(op for op in module.walk() if op.name == "vllm.rms_norm")
+        rewriter = PatternRewriter(norm)  # the pattern alone: no walk erases the dead neg first
+        RaiseResidualAdd().match_and_rewrite(norm, rewriter)
+        return rewriter.has_done_action, str(module)
+
+    assert raised("%n") == (False, str(parse(text.replace("RESULT", "%n"))))
+    done, ir = raised("%a")
+    assert done and "vllm.fused_add_rms_norm" in ir
+    assert '"aten::neg.default"(%a)' in ir  # the dead user still reads the add
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])

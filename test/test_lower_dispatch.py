@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from helpers.evaluate import evaluate
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
@@ -21,8 +22,7 @@ from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.ops import DispatchError, DispatchReport
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass, lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import LowerDispatchPass, lower_dispatch
 
 
 @pytest.fixture(autouse=True)
@@ -388,7 +388,7 @@ _ARGS_CASES = [
 
 @pytest.mark.parametrize("line,name,eager_args", _ARGS_CASES, ids=[c[1] for c in _ARGS_CASES])
 def test_ir_metadata_equals_eager_metadata(line, name, eager_args) -> None:
-    from vllm_xdsl.transforms.dispatch_args import meta_args
+    from vllm_xdsl.transforms.lowering.meta_args import meta_args
 
     args = "%x: tensor<7x64xbf16>, %r: tensor<7x64xbf16>, %w: tensor<64xbf16>, %s: tensor<1xf32>"
     module = _parse(f"func.func @f({args}) {{\n  {line}\n  func.return\n}}")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.evaluate import evaluate
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
 from vllm_xdsl import ops
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.torch import CallOp
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 T, H = 7, 64

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers.evaluate import evaluate
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
@@ -17,8 +18,7 @@ from vllm_xdsl.dialects import make_context
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.impl import TensorMeta
 from vllm_xdsl.ops.natives_variant import quantize_variant
-from vllm_xdsl.transforms.dispatch_eval import evaluate
-from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
 BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 E4M3 = torch.float8_e4m3fn

@@ -16,7 +16,7 @@ from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.frontend import capture, import_graph
 from vllm_xdsl.models import LlamaRMSNorm
 from vllm_xdsl.pipeline import PipelineOptions, StageError, run_pipeline
-from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass
+from vllm_xdsl.transforms.lowering.lower_dispatch import LowerDispatchPass
 
 BAD_TARGET = "aten::no_such_op_for_this_test.default"
 

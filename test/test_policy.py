@@ -15,21 +15,16 @@ W = TensorMeta(BF16, (4096,), "cuda")
 ARGS = {"x": X, "weight": W, "epsilon": 1e-6}
 
 
+_STAND_INS = {"rms_norm": lambda x, weight, epsilon, variance_size=None: x,
+              "silu_and_mul": lambda x, up=None: x}
+
+
 @pytest.fixture(autouse=True)
-def clean(monkeypatch):
+def clean(monkeypatch, scratch):
+    """register(op, provider, **kw): conftest's `scratch` with a stand-in implementation,
+    and no priority from the environment."""
     monkeypatch.delenv("VLLM_XDSL_PRIORITY", raising=False)
-    added: list[tuple[ops.SemanticOp, str]] = []
-
-    def register(op, provider, **kw):
-        fn = {"rms_norm": lambda x, weight, epsilon, variance_size=None: x,
-              "silu_and_mul": lambda x, up=None: x}[op.name]
-        op.register_impl(provider, **kw)(fn)
-        added.append((op, provider))
-
-    yield register
-    for op, provider in added:
-        op.unregister_impl(provider)
-    ops.set_priority(None)
+    return lambda op, provider, **kw: scratch(op, provider, _STAND_INS[op.name], **kw)
 
 
 def providers(choices):

@@ -1,11 +1,11 @@
-"""raise_match helpers that the passes' correctness rests on."""
+"""The matching and placement helpers that the passes' correctness rests on."""
 
 from __future__ import annotations
 
 from xdsl.dialects.test import TestOp
 from xdsl.ir import Block
 
-from vllm_xdsl.transforms.raise_match import is_before
+from vllm_xdsl.transforms.ir.placement import is_before
 
 
 def test_is_before_agrees_with_block_order() -> None:

@@ -10,7 +10,7 @@ from xdsl.parser import Parser
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.vllm import RmsNormOp
 from vllm_xdsl.transforms import get_pass
-from vllm_xdsl.transforms.raise_native import RaiseNativePass
+from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
 NORM = """
 func.func @f(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>) -> tensor<?x64xbf16> {{

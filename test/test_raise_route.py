@@ -23,12 +23,12 @@ from xdsl.transforms.dead_code_elimination import dce
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm import RmsNormOp
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_native import RaiseNativePass, raise_patterns
-from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
-from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
-from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
-from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
+from vllm_xdsl.transforms.ir.routing import RoutedPattern, RoutedPatterns
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.act_and_mul import RaiseActAndMul
+from vllm_xdsl.transforms.raising.quant import QUANT_PATTERNS
+from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass, raise_patterns
+from vllm_xdsl.transforms.raising.rms_norm import NORM_PATTERNS
 
 FORMS = Path(__file__).parent / "filecheck" / "raise-native.mlir"
 

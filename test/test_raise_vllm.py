@@ -12,15 +12,14 @@ from collections import Counter
 import pytest
 import torch
 import vllm_standins
+from helpers.raised import raised_run
 from xdsl.dialects.builtin import ModuleOp
 
-from vllm_xdsl.backends.torch_export import export_module
 from vllm_xdsl.dialects import make_context
 from vllm_xdsl.frontend import capture, import_graph
-from vllm_xdsl.frontend.capture import aot_backend
 from vllm_xdsl.ops.tolerance import assert_close_contract
 from vllm_xdsl.pipeline import PipelineOptions, run_pipeline, semantic_counts
-from vllm_xdsl.transforms.raise_native import RaiseNativePass
+from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
 vllm_standins.register()
 C, IR, AITER = torch.ops._C, torch.ops.vllm_ir, torch.ops.vllm_aiter
@@ -107,29 +106,6 @@ def _raised(fn, args, dynamic_dim: bool = True) -> tuple[ModuleOp, torch.fx.Grap
     return module, gm
 
 
-def _raised_run(fn, args: tuple, exact: bool = False) -> tuple[ModuleOp, list, list]:  # noqa: ANN001
-    """Compile `fn` with raise-native inside: the raised module, and the captured graph's
-    and the raised graph's outputs on the same call."""
-    seen: dict[str, object] = {}
-
-    def fw(gm: torch.fx.GraphModule, example_inputs: list) -> object:
-        imported = import_graph(gm)
-        RaiseNativePass(exact=exact).apply(make_context(), imported.module)
-        vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
-        exported = export_module(imported.module, gm, vals)
-        seen["module"] = imported.module
-
-        def call(*a: object) -> object:
-            seen["expected"], seen["got"] = list(gm(*a)), list(exported(*a))
-            return seen["got"]
-        return call
-
-    torch._dynamo.reset()
-    with torch.no_grad():
-        torch.compile(fn, backend=aot_backend(fw), dynamic=False, fullgraph=True)(*args)
-    return seen["module"], seen["expected"], seen["got"]  # type: ignore[return-value]
-
-
 @pytest.mark.parametrize("functionalized", ["v2", "v1"])
 def test_c_forms_fused_and_dispatched(functionalized: str) -> None:
     """v2: AOTAutograd's form of a `_C` call into a torch.empty buffer (Dynamo's graph);
@@ -156,7 +132,7 @@ def test_c_forms_fused_and_dispatched(functionalized: str) -> None:
 
 def test_c_forms_compute_what_the_kernels_compute() -> None:
     args = _inputs()
-    module, expected, got = _raised_run(c_block, args)
+    module, expected, got = raised_run(c_block, args)
     counts = Counter(op.name for op in module.walk() if op.name.startswith("vllm."))
     assert sum(counts.values()) == 2 * PAIRS, counts  # every call raised
     # Bit for bit: each raised op rounds where the kernel does (torch's f32 arithmetic on
@@ -191,7 +167,7 @@ def test_vllm_ir_nodes_raised_bit_exact() -> None:
     x, r, w = (torch.randn(5, H).to(BF16) for _ in range(3))
     w = w[0]
     args = (x, r, w, w.clone())
-    module, expected, got = _raised_run(ir_block, args)
+    module, expected, got = raised_run(ir_block, args)
     counts = Counter(op.name for op in module.walk() if op.name.startswith(("vllm.", "torch.call")))
     assert counts == {"vllm.rms_norm": 4, "vllm.fused_add_rms_norm": 3,
                       "vllm.gelu_and_mul_sparse": 2, "torch.call": counts["torch.call"]}, counts
@@ -263,7 +239,7 @@ def test_quantfp8_per_token_native_raised_fused_and_exact() -> None:
     w = torch.randn(H, generator=g).to(BF16)
     x[3] = 0  # a zero row: the floored scale
     args = (x, w, torch.tensor([0.004]))
-    module, expected, got = _raised_run(quantfp8_block, args)
+    module, expected, got = raised_run(quantfp8_block, args)
     counts = Counter(op.name for op in module.walk() if op.name.startswith("vllm."))
     assert counts == {"vllm.rms_norm": 2, "vllm.dynamic_per_token_scaled_fp8_quant": 3}, counts
     quants = [str(op) for op in module.walk() if op.name.endswith("per_token_scaled_fp8_quant")]

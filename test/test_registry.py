@@ -9,23 +9,7 @@ from xdsl.utils.test_value import create_ssa_value
 
 from vllm_xdsl import ops
 from vllm_xdsl.ops import RegistrationError, TensorMeta
-from vllm_xdsl.transforms.dispatch_args import meta_of
-
-
-@pytest.fixture
-def scratch():
-    """Register impls for one test only."""
-    added: list[tuple[ops.SemanticOp, str]] = []
-
-    def register(op, provider, fn, **kw):
-        op.register_impl(provider, **kw)(fn)
-        added.append((op, provider))
-        return fn
-
-    yield register
-    for op, provider in added:
-        op.unregister_impl(provider)
-    ops.set_priority(None)
+from vllm_xdsl.transforms.lowering.meta_args import meta_of
 
 
 def rms(x, weight, epsilon, variance_size=None):

@@ -3,20 +3,21 @@ one operand (gate and up halves) and two (gate and a separate, strided up), unfu
 with every fused quant scheme; and gelu_and_mul_sparse's kernel. In Triton's interpreter
 without a GPU."""
 
-import os
-
 import pytest
 import torch
+from helpers.triton import (  # before the kernels: it sets up the interpreter
+    DEVICE,
+    DTYPES,
+    SCHEME_IDS,
+    SCHEMES,
+    check,
+    randn,
+    scale_args,
+)
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
-pytest.importorskip("triton")
-
-from test_triton_kernels import DEVICE, DTYPES, SCHEME_IDS, SCHEMES, _scale_args, check, randn  # noqa: E402
-
-from vllm_xdsl import ops  # noqa: E402
-from vllm_xdsl.backends.triton import functions as F  # noqa: E402
-from vllm_xdsl.backends.triton.spec import KernelSpec  # noqa: E402
+from vllm_xdsl import ops
+from vllm_xdsl.backends.triton import functions as F
+from vllm_xdsl.backends.triton.spec import KernelSpec
 
 ACT_OPS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul")
 
@@ -40,7 +41,7 @@ def test_act_and_mul(op, dtype, tokens, d):
 def test_act_and_mul_quant(op, scheme, ub, dtype):
     kernel, native = getattr(F, f"{op}_quant"), ops.ALL_OPS[f"{op}_quant"].native
     x = randn(7, 128, dtype=dtype, seed=34, scale=3.0)
-    args = (*_scale_args(scheme, ub), *scheme)
+    args = (*scale_args(scheme, ub), *scheme)
     check(kernel(x, *args), native(x, *args), ("value", "scales"))
     gate, up = x[:, :64].contiguous(), randn(7, 64, dtype=dtype, seed=35, scale=3.0)
     check(kernel(gate, *args, up=up), native(gate, *args, up=up), ("value", "scales"))
@@ -123,13 +124,13 @@ def test_gelu_and_mul_sparse_errors_name_the_op():
 def test_gelu_and_mul_sparse_lowers_to_its_kernel(approximate):
     """lower-dispatch picks the kernel; its spec reads `approximate` off the op (absent:
     "none"), and the lowered function computes the native."""
+    from helpers.evaluate import evaluate
     from xdsl.dialects import func
     from xdsl.parser import Parser
 
     from vllm_xdsl.backends.triton.from_ir import spec_of_op
     from vllm_xdsl.dialects import make_context
-    from vllm_xdsl.transforms.dispatch_eval import evaluate
-    from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+    from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
     attr = "" if approximate is None else f', approximate = "{approximate}"'
     t_in, t_out = "tensor<?x128xbf16>", "tensor<?x64xbf16>"

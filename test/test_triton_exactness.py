@@ -4,7 +4,12 @@ GPU; on an NVIDIA sm_89+ GPU also with the GPU's own conversions)."""
 
 import pytest
 import torch
-from test_triton_kernels import DEVICE, E4M3, E4M3UZ, randn  # sets up the interpreter
+from helpers.triton import (  # before the kernels: it sets up the interpreter
+    DEVICE,
+    E4M3,
+    E4M3UZ,
+    randn,
+)
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.triton import conversion_check as C

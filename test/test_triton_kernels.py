@@ -1,44 +1,30 @@
 """The generated Triton kernels against the native contracts (docs/OPS.md tolerances).
 
-Without a GPU the kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1, set here
+Without a GPU the kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1, set by helpers/triton.py
 before any kernel is created). The grid is reduced to stay fast: tokens {1, 7, 17},
 hidden {16, 64}, plus 4096-wide cases; every family, every scheme, both fp8 flavours.
 """
 
-import os
-
 import pytest
 import torch
+from helpers.triton import (  # before the kernels: it sets up the interpreter
+    DEVICE,
+    DTYPES,
+    E4M3,
+    E4M3UZ,
+    SCHEME_IDS,
+    SCHEMES,
+    check,
+    randn,
+    scale_args,
+)
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
-pytest.importorskip("triton")
+from vllm_xdsl import ops
+from vllm_xdsl.backends.triton import functions as F
+from vllm_xdsl.backends.triton import launch as L
 
-from vllm_xdsl import ops  # noqa: E402
-from vllm_xdsl.backends.triton import functions as F  # noqa: E402
-from vllm_xdsl.backends.triton import launch as L  # noqa: E402
-from vllm_xdsl.ops.tolerance import assert_close_contract  # noqa: E402
-
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 SHAPES = [(1, 16), (7, 64), (17, 64), (7, 16), (1, 64), (17, 16)]
 EPS = (1e-5, 1e-6, 3e-7)
-
-
-def randn(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0, scale: float = 1.0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*shape, generator=g) * scale).to(dtype).to(DEVICE)
-
-
-def check(actual, expected, kinds: tuple[str, ...]) -> None:
-    """Every output within its OPS.md tolerance, with the native's shape, dtype and strides."""
-    actual = actual if isinstance(actual, tuple) else (actual,)
-    expected = expected if isinstance(expected, tuple) else (expected,)
-    assert len(actual) == len(expected) == len(kinds)
-    for a, e, kind in zip(actual, expected, kinds, strict=True):
-        assert a.stride() == e.stride(), (a.stride(), e.stride())
-        assert_close_contract(a.cpu(), e.cpu(), kind=kind)
 
 
 # --- norm family ------------------------------------------------------------------------
@@ -236,38 +222,13 @@ def test_silu_and_mul(dtype, tokens, hidden):
     check(F.silu_and_mul(x), ops.silu_and_mul.native(x), ("value",))
 
 
-# (quant_dtype, static, granularity, group_size, column_major_scales, use_ue8m0), scale_ub
-SCHEMES = [
-    ((E4M3, True, "tensor", 0, False, False), False),
-    ((E4M3UZ, True, "tensor", 0, False, False), False),
-    ((torch.int8, True, "tensor", 0, False, False), False),
-    ((E4M3, False, "token", 0, False, False), False),
-    ((E4M3, False, "token", 0, False, False), True),
-    ((E4M3UZ, False, "token", 0, False, False), True),
-    ((E4M3, False, "group", 16, False, False), False),
-    ((E4M3, False, "group", 16, True, True), False),
-    ((E4M3UZ, False, "group", 8, True, False), False),
-    ((torch.int8, False, "token", 0, False, False), False),
-]
-SCHEME_IDS = [
-    f"{str(s[0]).removeprefix('torch.')}-{'static' if s[1] else 'dyn'}-{s[2]}{s[3] or ''}"
-    f"{'-col' if s[4] else ''}{'-ue8m0' if s[5] else ''}{'-ub' if ub else ''}"
-    for s, ub in SCHEMES
-]
-
-
-def _scale_args(scheme: tuple, ub: bool) -> tuple:
-    scale = torch.tensor([0.05], device=DEVICE) if scheme[1] else None
-    return scale, (torch.tensor([0.8], device=DEVICE) if ub else None)
-
-
 @pytest.mark.parametrize("scheme,ub", SCHEMES, ids=SCHEME_IDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rms_norm_quant(scheme, ub, dtype):
     tokens, hidden = (7, 64) if dtype != torch.float32 else (17, 16)
     x = randn(tokens, hidden, dtype=dtype, seed=23, scale=2.0)
     w = randn(hidden, dtype=dtype, seed=24) if dtype != torch.float16 else None
-    args = (*_scale_args(scheme, ub), *scheme)
+    args = (*scale_args(scheme, ub), *scheme)
     check(
         F.rms_norm_quant(x, w, 1e-5, *args),
         ops.rms_norm_quant.native(x, w, 1e-5, *args),
@@ -282,7 +243,7 @@ def test_fused_add_rms_norm_quant(scheme, ub, dtype):
     x = randn(tokens, hidden, dtype=dtype, seed=25)
     r = randn(tokens, hidden, dtype=dtype, seed=26, scale=2.0)
     w = randn(hidden, dtype=dtype, seed=27) if dtype != torch.float32 else None
-    args = (*_scale_args(scheme, ub), *scheme)
+    args = (*scale_args(scheme, ub), *scheme)
     check(
         F.fused_add_rms_norm_quant(x, r, w, 3e-7, *args),
         ops.fused_add_rms_norm_quant.native(x, r, w, 3e-7, *args),
@@ -294,7 +255,7 @@ def test_fused_add_rms_norm_quant(scheme, ub, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_silu_and_mul_quant(scheme, ub, dtype):
     x = randn(7, 128, dtype=dtype, seed=28, scale=3.0)
-    args = (*_scale_args(scheme, ub), *scheme)
+    args = (*scale_args(scheme, ub), *scheme)
     check(
         F.silu_and_mul_quant(x, *args), ops.silu_and_mul_quant.native(x, *args), ("value", "scales")
     )

@@ -6,7 +6,13 @@ order."""
 
 import pytest
 import torch
-from test_triton_kernels import DEVICE, E4M3, E4M3UZ, check, randn  # sets up the interpreter
+from helpers.triton import (  # before the kernels: it sets up the interpreter
+    DEVICE,
+    E4M3,
+    E4M3UZ,
+    check,
+    randn,
+)
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.triton import functions as F

@@ -15,19 +15,6 @@ from vllm_xdsl.ops.tolerance import contract_error
 from vllm_xdsl.verify import main
 
 
-@pytest.fixture
-def scratch():
-    added: list[tuple[ops.SemanticOp, str]] = []
-
-    def register(op, provider, fn, **kw):
-        op.register_impl(provider, **kw)(fn)
-        added.append((op, provider))
-
-    yield register
-    for op, provider in added:
-        op.unregister_impl(provider)
-
-
 def rows(out: str, provider: str) -> dict[str, list[str]]:
     """dtype -> [status, detail...] for the rows of one provider."""
     found = {}

@@ -123,6 +123,23 @@ def test_a_plain_run_imports_no_pass_module():
     assert result.stdout.strip() == "[]"
 
 
+
+def test_module_file_finds_a_pass_module_without_importing_its_folder():
+    """The passes live in folders; find_spec would import the folder to find the module."""
+    code = (
+        "import sys; from vllm_xdsl.transforms import module_file\n"
+        "print(module_file('vllm_xdsl.transforms.raising.raise_native'))\n"
+        "print(module_file('vllm_xdsl.transforms.raising.no_such_pass'))\n"
+        "print(module_file('vllm_xdsl.no_such_folder.x'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('vllm_xdsl.transforms.')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    found, missing, no_folder, imported = result.stdout.splitlines()
+    assert found.endswith("vllm_xdsl/transforms/raising/raise_native.py")
+    assert (missing, no_folder, imported) == ("None", "None", "[]")
+
 def test_help_imports_neither_torch_nor_a_pass():
     """--help reads the passes' source: importing them would import torch (seconds)."""
     code = (

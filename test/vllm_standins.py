@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from vllm_xdsl.transforms.vllm_schemas import SCHEMAS
+from vllm_xdsl.transforms.raising.vllm_schemas import SCHEMAS
 
 F32 = torch.float32
 _LIBS: dict[str, torch.library.Library] = {}

@@ -150,7 +150,7 @@ def make_pass(name: str, options: PipelineOptions) -> ModulePass:
 
 def apply_pass(p: ModulePass, ctx: Context, module: ModuleOp) -> DispatchReport | None:
     """Apply `p` to `module`; the dispatch report it returns if it is lower-dispatch."""
-    from vllm_xdsl.transforms.lower_dispatch import LowerDispatchPass
+    from vllm_xdsl.transforms.lowering.lower_dispatch import LowerDispatchPass
 
     if isinstance(p, LowerDispatchPass):
         return p.lower(ctx, module)

@@ -75,7 +75,7 @@ func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
 // CPU:         %o_t_2 = torch.call "aten::add.Tensor"(%o_t, %o_t_1)
 // CPU-NEXT:    %ro = torch.call "prims::convert_element_type.default"(%o_t_2) [#torch.operand<0>, #torch.dtype<bf16>]
 // CPU-NEXT:    %o_t_3 = torch.call "aten::pow.Tensor_Scalar"(%o_t_2)
-// The natives' own ops (the lowering is traced from them, native_lowering.py): the two
+// The natives' own ops (the lowering is traced from them, lowering/native.py): the two
 // halves as the slices models write, and shape-free views, so an unknown token count
 // lowers as well.
 // CPU:         %m_t = torch.call "aten::slice.Tensor"(%g) [#torch.operand<0>, 1 : i64, 0 : i64, 4096 : i64] : (tensor<?x8192xbf16>) -> tensor<?x4096xbf16>

@@ -16,7 +16,7 @@ import native_forms as forms  # noqa: E402
 
 from vllm_xdsl.dialects import make_context  # noqa: E402
 from vllm_xdsl.frontend import capture, import_graph  # noqa: E402
-from vllm_xdsl.transforms.raise_native import RaiseNativePass  # noqa: E402
+from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass  # noqa: E402
 
 H = 64
 MODELS = {

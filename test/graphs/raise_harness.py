@@ -16,7 +16,7 @@ from vllm_xdsl.dialects import make_context
 from vllm_xdsl.frontend import import_graph
 from vllm_xdsl.frontend.capture import aot_backend
 from vllm_xdsl.ops.tolerance import contract_error
-from vllm_xdsl.transforms.raise_native import RaiseNativePass
+from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
 
 @dataclass

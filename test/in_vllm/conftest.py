@@ -4,21 +4,16 @@ each module skips itself, except where VLLM_XDSL_REQUIRE_VLLM is set (CI): there
 that does not import is an error, never a silent skip.
 
 `vllm_engine(model, way)` starts one engine per (model, way) and session, each in a fresh
-process (bench/vllm_engine.py): an engine start costs about 70 s, so tests share them.
+process (test/helpers/vllm_engine.py): an engine start costs about 70 s, so tests share them.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent.parent / "bench"
-sys.path.insert(0, str(BENCH))
 
 if os.environ.get("VLLM_XDSL_REQUIRE_VLLM"):
     try:
@@ -33,10 +28,10 @@ EngineRun = Callable[[str, str], dict[str, Any]]
 
 @pytest.fixture(scope="session")
 def vllm_engine(tmp_path_factory: pytest.TempPathFactory) -> EngineRun:
-    """run(model, way) -> bench/vllm_engine.run_engine's result for a checkpoint of
-    bench/vllm_models_config.MODELS[model]; each (model, way) starts once per session."""
-    from vllm_engine import run_engine
-    from vllm_models_config import write_checkpoint
+    """run(model, way) -> helpers.vllm_engine.run_engine's result for a checkpoint of
+    helpers.vllm_models_config.MODELS[model]; each (model, way) starts once per session."""
+    from helpers.vllm_engine import run_engine
+    from helpers.vllm_models_config import write_checkpoint
 
     root = tmp_path_factory.mktemp("vllm")
     done: dict[tuple[str, str], dict[str, Any]] = {}

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from vllm_engine import PROMPTS  # noqa: E402  (bench/, on the path through conftest.py)
-from vllm_models_config import expected_sites  # noqa: E402
+from helpers.vllm_engine import PROMPTS
+from helpers.vllm_models_config import expected_sites
 
 MODEL = "llama"
 WAYS_IN = ("backend", "post_grad")

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from vllm_models_config import expected_sites  # noqa: E402  (bench/, through conftest.py)
+from helpers.vllm_models_config import expected_sites
 
 # Llama; Gemma2 (four norms a layer, the (1 + w) weight, GELU-tanh: the mixed-dtype family).
 # Each other model costs two engine starts of CI time: bench/vllm_models_table.py runs all 10.

@@ -209,7 +209,7 @@ def test_lowered_graph_calls_it_at_run_time() -> None:
 
     from vllm_xdsl.backends.torch_export import export_module
     from vllm_xdsl.dialects import make_context
-    from vllm_xdsl.transforms.lower_dispatch import lower_dispatch
+    from vllm_xdsl.transforms.lowering.lower_dispatch import lower_dispatch
 
     text = """
 func.func @f(%x: tensor<?x128xf32>, %w: tensor<128xf32>, %u: tensor<?x256xf32>)

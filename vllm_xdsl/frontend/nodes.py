@@ -74,7 +74,7 @@ class NodeImporter:
         scalar = _fetch_attr(self.owner, str(node.target)) if self.owner is not None else None
         if isinstance(scalar, torch.Tensor) and scalar.dim() == 0 and scalar.is_floating_point():
             # A 0-d constant (a lifted `torch.tensor(448.0)` clamp bound, an eps): its value,
-            # so that raise-native can read it (raise_match.constant_value). The import may
+            # so that raise-native can read it (raising/match.constant_value). The import may
             # run under the compile's fake mode; the constant itself is a real tensor.
             from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 

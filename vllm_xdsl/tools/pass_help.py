@@ -5,8 +5,8 @@ and default come from its dataclass field, its meaning from the docstring under 
 (the attribute-docstring convention of xDSL). So a new pass or option shows up by itself;
 one without a docstring shows as UNDOCUMENTED, which the CLI tests reject.
 
-The declarations are read with `ast` from the source file of each pass module, found with
-`importlib.util.find_spec`, not imported: importing the passes imports torch, which costs
+The declarations are read with `ast` from the source file of each pass module, found by
+path (`transforms.module_file`), not imported: importing the passes imports torch, which costs
 seconds that `--help` has no use for. The fields are the ones `dataclasses` would make: the
 annotated class attributes of the class and of its dataclass bases (resolved through the
 module's `from ... import`), ClassVars excluded. test_vllm_opt_help checks that what this
@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import inspect
 import sys
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from vllm_xdsl.transforms import module_file
 
 if TYPE_CHECKING:
     from xdsl.passes import ModulePass
@@ -70,15 +72,15 @@ class _ClassSource:
 @cache
 def _module_tree(module: str) -> ast.Module | None:
     """The parsed source of `module`: of the loaded module if it is imported (it may come
-    from a file find_spec does not know, e.g. a test), else of its file, unimported."""
+    from a file module_file does not find, e.g. a test), else of its file, unimported."""
     try:
         if module in sys.modules:
             source = inspect.getsource(sys.modules[module])
         else:
-            spec = importlib.util.find_spec(module)
-            if spec is None or not spec.has_location or spec.origin is None:
+            path = module_file(module)  # its file, found without importing its packages
+            if path is None:
                 return None
-            with open(spec.origin, encoding="utf-8") as f:
+            with open(path, encoding="utf-8") as f:
                 source = f.read()
         return ast.parse(source)
     except (OSError, TypeError, ValueError, ImportError, SyntaxError):
@@ -104,10 +106,10 @@ def _absolute(module: str, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     try:
-        spec = importlib.util.find_spec(module)
+        path = module_file(module)
     except (ImportError, ValueError):  # ValueError: a module without a spec (__main__)
-        spec = None
-    is_package = spec is not None and spec.submodule_search_locations is not None
+        path = None
+    is_package = path is not None and Path(path).name == "__init__.py"
     base = module.split(".") if is_package else module.split(".")[:-1]
     base = base[: len(base) - (node.level - 1)]
     return ".".join([*base, *([node.module] if node.module else [])])

@@ -105,8 +105,8 @@ def _model_module(hidden: int, layers: int, dtype: str) -> Any:
 def tune_file(p: _Parser, module: Any, path: str, target: str, priority: str) -> int:
     from vllm_xdsl.ops import ALL_OPS, DispatchError, parse_priority
     from vllm_xdsl.ops.policy import resolve
-    from vllm_xdsl.transforms.dispatch_args import meta_args
-    from vllm_xdsl.transforms.lower_dispatch import TARGET_DEVICE, semantic_name
+    from vllm_xdsl.transforms.lowering.lower_dispatch import TARGET_DEVICE, semantic_name
+    from vllm_xdsl.transforms.lowering.meta_args import meta_args
     from vllm_xdsl.tune.auto import tune_call
     from vllm_xdsl.tune.bucket import token_count
 

@@ -36,8 +36,8 @@ from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm import OPS_BY_NAME
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_route import RoutedPattern
+from vllm_xdsl.transforms.ir.routing import RoutedPattern
+from vllm_xdsl.transforms.raising import match as m
 
 # activation -> its op (the catalog's); the constants of torch's gelu formulas (f32 literals).
 _OP_OF = {s.activation: s.name for s in catalog.act_and_mul_specs()}

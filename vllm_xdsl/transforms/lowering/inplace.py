@@ -20,7 +20,7 @@ from __future__ import annotations
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, GetAttrOp, resolve_overload
-from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
+from vllm_xdsl.transforms.ir.torch_builder import TorchBuilder, meta
 
 _FRESH_DIALECTS = ("vllm.", "triton.", "cuda.", "rocm.")
 

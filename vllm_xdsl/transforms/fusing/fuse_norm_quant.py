@@ -12,7 +12,8 @@ Rewrites:
   -> quant  =>  `<act>_and_mul_quant` with the same operands;
 - `torch.call "aten::add.Tensor"(a, b)` (alpha 1, no broadcast) -> `rms_norm`  =>
   `fused_add_rms_norm(a, b)`, other users of the sum use `residual_out` (an f16/bf16 add
-  as the `rounded_sum` variant: see "rounding" below); then the rules above apply.
+  as the `rounded_sum` variant: see "rounding" below; raise-native's pattern,
+  raising/residual_add.py); then the rules above apply.
 The quants are static fp8, dynamic per-token fp8 (with `scale_ub`), per-token-group fp8
 (any group size, ue8m0, column-major), static int8 and dynamic per-token int8, for every
 producer (vLLM fuses SiLU-and-mul with static and group fp8 only; the fused contract and
@@ -58,7 +59,7 @@ from functools import cmp_to_key
 from typing import TypeGuard, cast
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float32Type, ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -72,18 +73,17 @@ from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 from vllm_xdsl.ops import FUSED
-from vllm_xdsl.transforms.fusion_ir import (
+from vllm_xdsl.transforms.fusing.views import is_row_view, reapply_view
+from vllm_xdsl.transforms.ir.build import build_op
+from vllm_xdsl.transforms.ir.placement import (
     all_before,
-    build_op,
     dominates,
     erase_dead,
     insert_before,
-    is_row_view,
-    is_unit_add,
-    reapply_view,
+    is_before,
 )
-from vllm_xdsl.transforms.raise_match import is_before
-from vllm_xdsl.transforms.raise_route import RoutedPattern, RoutedPatterns
+from vllm_xdsl.transforms.ir.routing import RoutedPattern, RoutedPatterns
+from vllm_xdsl.transforms.raising.residual_add import RaiseResidualAdd
 
 
 def _fusable_scheme(s: QuantScheme) -> bool:
@@ -256,46 +256,6 @@ class FuseQuantIntoProducer(RoutedPattern):
         return build_op(family.fused, operands, result_types, props)
 
 
-@dataclass
-class RaiseResidualAdd(RoutedPattern):
-    """`aten::add.Tensor(a, b)` -> `rms_norm`  =>  `fused_add_rms_norm(a, b)`, with
-    `rounded_sum` for an f16/bf16 add (the norm reads the sum as the add rounded it)."""
-
-    OP_TYPES = (vllm.RmsNormOp,)
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, vllm.RmsNormOp) or op.variance_size is not None:
-            return
-        add = op.x.owner
-        if not isinstance(add, Operation) or not is_unit_add(add) or add.parent is not op.parent:
-            return
-        assert isinstance(add, CallOp)
-        total = add.outputs[0]
-        others = [u.operation for u in total.uses if u.operation is not op]
-        if all_before(op, others):
-            anchor: Operation = op
-        elif all(dominates(v, add) for v in (op.weight, op.epsilon_value) if v is not None):
-            anchor = add
-        else:
-            return
-        props: dict[str, Attribute] = {} if op.epsilon is None else {"epsilon": op.epsilon}
-        t = total.type
-        if isinstance(t, TensorType) and t.element_type != Float32Type():
-            props["rounded_sum"] = UnitAttr()
-        fused = build_op(
-            vllm.FusedAddRmsNormOp,
-            {"x": add.inputs[0], "residual": add.inputs[1], "weight": op.weight,
-             "epsilon_value": op.epsilon_value},
-            {"out": op.out.type, "residual_out": total.type},
-            props,
-        )
-        insert_before(rewriter, fused, anchor)
-        rewriter.replace_all_uses_with(op.out, fused.out)
-        rewriter.erase(op)
-        rewriter.replace_all_uses_with(total, fused.residual_out)
-        erase_dead(add, rewriter)
-
-
 @dataclass(frozen=True)
 class FuseNormQuantPass(ModulePass):
     """Fuse rms_norm / fused_add_rms_norm / the act-and-mul ops with the quant of their output."""
@@ -303,8 +263,7 @@ class FuseNormQuantPass(ModulePass):
     name = "fuse-norm-quant"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        raise_adds = RaiseResidualAdd()
         PatternRewriteWalker(
-            RoutedPatterns([raise_adds, FuseQuantIntoProducer()]),  # each on its op types
+            RoutedPatterns([RaiseResidualAdd(), FuseQuantIntoProducer()]),  # each on its op types
             apply_recursively=True,
         ).rewrite_module(op)

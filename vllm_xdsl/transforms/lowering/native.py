@@ -35,7 +35,7 @@ from vllm_xdsl.dialects.binding import native_args
 from vllm_xdsl.dialects.types import static_shape, tensor_type, torch_dtype
 from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import ALL_OPS
-from vllm_xdsl.transforms.dispatch_torch import Enum, TorchBuilder
+from vllm_xdsl.transforms.ir.torch_builder import Enum, TorchBuilder
 
 # Sizes given to `?` dims in the two traces: (token dims, last dim).
 _SIZES = ((13, 40320), (17, 80640))

@@ -30,7 +30,7 @@ from xdsl.ir import SSAValue
 
 from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity
 from vllm_xdsl.core.variant import Floor
-from vllm_xdsl.transforms import raise_match as m
+from vllm_xdsl.transforms.raising import match as m
 
 F32 = torch.float32
 

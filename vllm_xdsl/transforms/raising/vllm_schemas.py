@@ -1,7 +1,7 @@
 """vLLM's op schemas (vLLM 0.33: `csrc/libtorch_stable/torch_bindings.cpp`, vLLM IR's ops
 inferred from their natives, `vllm/kernels/aiter_ops.py`), the one record of them here.
 
-raise_vllm.py reads argument names and which arguments a kernel writes from these
+vllm_forms.py reads argument names and which arguments a kernel writes from these
 strings (parsed by torch, no vLLM needed), so that a graph is raised the same way with or
 without vLLM installed; the tests register stand-ins from them.
 """

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
@@ -64,10 +64,3 @@ class RoutedPatterns(RewritePattern):
             if rewriter.has_done_action:
                 return
 
-
-def erase_if_dead(value: SSAValue, rewriter: PatternRewriter) -> None:
-    """Erase `value`'s producer if a rewrite left it trivially dead. Redirected uses
-    (`replace_uses_with_if`) do not put the producer back on the worklist, so otherwise the
-    walk would find it dead only in one more pass over the whole module."""
-    if isinstance(value.owner, Operation) and is_trivially_dead(value.owner):
-        rewriter.erase(value.owner)

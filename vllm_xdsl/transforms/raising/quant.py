@@ -1,5 +1,5 @@
 """raise-native patterns for quantization -> the unfused `vllm.*_quant` ops, each with the
-exact variant its source computes (docs/OPS.md "Variants"; raise_quant_scale.py reads the
+exact variant its source computes (docs/OPS.md "Variants"; quant_scale.py reads the
 dynamic scales).
 
 A quant ends in one of (bounds are numbers or 0-d constants, casts may sit anywhere):
@@ -21,7 +21,7 @@ every float dtype), so it counts as the quotient's. A scale rounded before the d
 0-d f32 scale divided into bf16 values) or two different narrow dtypes in one chain match
 no variant: not raised.
 
-The scale: a [1] value not computed here -> static; else raise_quant_scale.dynamic_scale
+The scale: a [1] value not computed here -> static; else quant_scale.dynamic_scale
 (per tensor, per token, per group; the group form quantizes `x.view(..., G, gs)`). The
 dynamic scale's other users read the raised op's scales, reshaped to their shape.
 
@@ -48,10 +48,10 @@ from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.types import tensor_type
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.ops.dtypes import to_torch
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.dispatch_torch import TorchBuilder, meta
-from vllm_xdsl.transforms.raise_quant_scale import DynamicScale, dynamic_scale
-from vllm_xdsl.transforms.raise_route import RoutedPattern
+from vllm_xdsl.transforms.ir.routing import RoutedPattern
+from vllm_xdsl.transforms.ir.torch_builder import TorchBuilder, meta
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.quant_scale import DynamicScale, dynamic_scale
 
 F32 = torch.float32
 _CLAMPS = ("aten::clamp.default", "aten::clamp_min.default", "aten::clamp_max.default",

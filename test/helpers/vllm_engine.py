@@ -10,7 +10,7 @@ compiler (the backend's "running the unmodified graph", the post-grad pass's "gr
 unchanged") and, per graph our pipeline compiled, its semantic ops after raise-native and
 after fuse-norm-quant with the sites they cover (test/corpus/sites.py's classification).
 A start that fails (an architecture vLLM's CPU build cannot run) comes back as
-`{"error": <its last line>}`. Used by test/in_vllm/test_engine.py and
+`{"error": <its last line>}`. Used by test/in_vllm (conftest.py) and
 bench/vllm_models_table.py.
 """
 
@@ -83,7 +83,7 @@ def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900
 def _sites_module() -> Any:
     """test/corpus/sites.py alone (the corpus package itself builds its model cases)."""
     spec = importlib.util.spec_from_file_location(
-        "corpus_sites", HERE.parent / "test" / "corpus" / "sites.py")
+        "corpus_sites", HERE.parent / "corpus" / "sites.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there

@@ -14,12 +14,9 @@ replaces (OPS.md contract: `y = xf * rsqrt(mean(xf^2, -1) + eps)`, then
    a bf16 norm output (HF with an un-cast f32 weight: result f32) is not the contract.
 3. `RaiseNormCastBack`: `rms_norm(x.float()).to(x.dtype)` -> `rms_norm(x)` (f32 weight kept),
    and `rms_norm(a.float() + r.float()).to(D)` -> `fused_add_rms_norm(a, r)` (vLLM's native).
-4. `RaiseFusedAdd`: `rms_norm(a + r)` -> `fused_add_rms_norm(a, r)`, the sum's later users
-   read `residual_out`. In f16/bf16 (the HF decoder) the graph normalises the sum rounded
-   to that dtype, so it becomes the `rounded_sum` variant, which computes exactly that
-   (torch's f16/bf16 add is the f32 add rounded once; OPS.md "Variants"). In f32 the two
-   variants coincide and the default spelling is used. Exact at every level: no form is
-   mapped onto the f32-sum variant unless it computes the f32 sum.
+4. `RaiseResidualAdd` (residual_add.py, shared with fuse-norm-quant): `rms_norm(a + r)` ->
+   `fused_add_rms_norm(a, r)`, the sum's other users read `residual_out`; an f16/bf16 add
+   as the `rounded_sum` variant, which computes exactly what the graph does.
 
 Anything else (a mean over another dim, no keepdim, eps after the rsqrt, an eps that is
 not a scalar) stays as it was.
@@ -42,9 +39,11 @@ from vllm_xdsl.dialects.vllm import (
     RmsNormSignature,
     has_rounded_sum,
 )
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_build import Epsilon, build_norm, cast_op, epsilon_of
-from vllm_xdsl.transforms.raise_route import RoutedPattern, erase_if_dead
+from vllm_xdsl.transforms.ir.placement import erase_if_dead
+from vllm_xdsl.transforms.ir.routing import RoutedPattern
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.build import Epsilon, build_norm, cast_op, epsilon_of
+from vllm_xdsl.transforms.raising.residual_add import RaiseResidualAdd
 
 F32 = torch.float32
 
@@ -233,33 +232,4 @@ class RaiseNormCastBack(RoutedPattern):
         erase_if_dead(s, rewriter)
 
 
-@dataclass
-class RaiseFusedAdd(RoutedPattern):
-    OP_TYPES = (RmsNormOp,)
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, self.OP_TYPES):
-            return
-        s = op.x
-        add = m.call_of(s, "aten::add.Tensor")
-        if add is None or op.variance_size is not None or (args := m.operands_of(add, 2)) is None:
-            return
-        a, r = args
-        if not (isinstance(a, SSAValue) and isinstance(r, SSAValue)):
-            return
-        if a.type != s.type or r.type != s.type:
-            return
-        casts = [(m.as_f32_of(v), v) for v in (a, r)]
-        if m.dtype(s) == F32 and all(w is not None and w is not v for w, v in casts):
-            return  # `a.float() + r.float()`: RaiseNormCastBack fuses it in a's dtype
-        # f16/bf16: the norm reads the sum as the add rounded it.
-        rounded = m.dtype(s) != F32
-        new = build_norm(a, r, op.weight, Epsilon.of(op), op.out.type, rounded_sum=rounded)
-        rewriter.replace(op, new, [new.results[0]])
-        rewriter.replace_uses_with_if(
-            s, new.results[1], lambda use: m.is_before(new, use.operation)
-        )
-        erase_if_dead(s, rewriter)
-
-
-NORM_PATTERNS = (RaiseRmsNormCore, RaiseNormWeight, RaiseNormCastBack, RaiseFusedAdd)
+NORM_PATTERNS = (RaiseRmsNormCore, RaiseNormWeight, RaiseNormCastBack, RaiseResidualAdd)

@@ -1,4 +1,5 @@
-"""A tiny evaluator of `func.func` bodies for the fuse-norm-quant tests (no exporter needed).
+"""A tiny evaluator of `func.func` bodies of `vllm` and torch ops, for the fuse-norm-quant tests
+(no exporter needed).
 
 `vllm` ops run through their native function (the contract, `ops.ALL_OPS[name].native`);
 `torch.call` ops through the torch overload they name. Arguments of a native are found by

@@ -5,6 +5,9 @@ answer the questions it asks on the way: which overload defined this value, what
 i-th argument (an SSA value or a Python literal), what dtype and shape does it have, and
 is this op a plain dtype cast. Every helper returns None when the answer is "no", so a
 pattern reads as a chain of `if (m := ...) is None: return None`.
+
+`is_before` and `uses_after` are ir.placement's, named here too because the patterns ask
+them as `m.is_before(...)` beside the other questions.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, OpResult, SSAValue
 
 from vllm_xdsl.dialects.torch import (
     CONSTANT_VALUE,
@@ -32,6 +35,8 @@ from vllm_xdsl.dialects.torch import (
 )
 from vllm_xdsl.dialects.torch_literals import to_python
 from vllm_xdsl.dialects.types import UnsupportedDtypeError, torch_dtype
+from vllm_xdsl.transforms.ir.placement import is_before as is_before
+from vllm_xdsl.transforms.ir.placement import uses_after as uses_after
 
 MISSING: Any = object()
 """An argument that is neither given positionally nor as a keyword."""
@@ -232,33 +237,6 @@ def single_use(value: SSAValue) -> bool:
 
 def same_type(a: SSAValue, b: SSAValue) -> bool:
     return a.type == b.type
-
-
-def is_before(a: Operation, b: Operation) -> bool:
-    """`a` comes strictly before `b` in the same block.
-
-    Walks forward from both at once instead of taking block indices (each an O(block) walk:
-    quadratic over a 32-layer graph): the walk from `a` meets `b`, or the walk from `b`
-    ends without meeting `a`, after as many steps as the two are apart, at most."""
-    block = a.parent_block()
-    if block is None or block is not b.parent_block() or a is b:
-        return False
-    from_a, from_b = a.next_op, b.next_op
-    while True:
-        if from_a is b or from_b is None:
-            return True
-        if from_b is a or from_a is None:
-            return False
-        from_a, from_b = from_a.next_op, from_b.next_op
-
-
-def uses_after(value: SSAValue, anchor: Operation) -> bool:
-    """Every use of `value` is by an op after `anchor` in anchor's block."""
-    return all(is_before(anchor, use.operation) for use in value.uses)
-
-
-def in_block(block: Block | None, op: Operation) -> bool:
-    return block is not None and op.parent_block() is block
 
 
 _CONSTANT_ARITHMETIC: dict[str, Callable[[Any, Any], torch.Tensor]] = {

@@ -27,9 +27,9 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, op_type_rewrite_pattern
 
 from vllm_xdsl.dialects.vllm import GeluAndMulOp, GeluAndMulSparseOp, GeluTanhAndMulOp
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_route import RoutedPattern
-from vllm_xdsl.transforms.raise_silu import half_of
+from vllm_xdsl.transforms.ir.routing import RoutedPattern
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.act_and_mul import half_of
 
 
 def _row_statistic(v: Any, target: str, gate: SSAValue) -> bool:

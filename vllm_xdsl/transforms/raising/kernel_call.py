@@ -1,4 +1,4 @@
-"""vLLM's kernel calls as raise_vllm.py reads them: one `torch.call` of a vLLM op, plain
+"""vLLM's kernel calls as vllm_forms.py reads them: one `torch.call` of a vLLM op, plain
 or functionalized (`auto_functionalized` in vLLM's post-grad graph, `auto_functionalized_v2`
 where AOTAutograd functionalizes a `_C` call that writes into a `torch.empty` buffer),
 seen as its arguments by schema name and, for each argument the kernel writes, the value
@@ -14,8 +14,8 @@ from typing import Any
 from xdsl.ir import SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, EnumAttr
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms import vllm_schemas as schemas
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising import vllm_schemas as schemas
 
 AUTO_V1 = "higher_order::auto_functionalized"
 AUTO_V2 = "higher_order::auto_functionalized_v2"

@@ -12,7 +12,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
 from vllm_xdsl.dialects.types import ir_element_type
 from vllm_xdsl.dialects.vllm import FusedAddRmsNormOp, NormOp, RmsNormOp
-from vllm_xdsl.transforms import raise_match as m
+from vllm_xdsl.transforms.raising import match as m
 
 
 @dataclass(frozen=True)

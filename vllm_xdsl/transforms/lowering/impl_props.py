@@ -15,7 +15,7 @@ from xdsl.ir import Attribute, Operation
 
 from vllm_xdsl.dialects.vllm import ActAndMulOp, QuantOp, SemanticSignature
 from vllm_xdsl.ops import registry
-from vllm_xdsl.transforms.dispatch_torch import meta
+from vllm_xdsl.transforms.ir.torch_builder import meta
 
 MAX_BLOCK = 1 << 16  # the triton dialect's bound on block_size
 

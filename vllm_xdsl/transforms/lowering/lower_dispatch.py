@@ -1,11 +1,11 @@
 """`lower-dispatch`: turn each `vllm` op into the implementation the dispatch policy picks.
 
-For each semantic op the pass builds the argument metadata from the IR (dispatch_args:
+For each semantic op the pass builds the argument metadata from the IR (meta_args.py:
 the same TensorMeta view eager dispatch builds from tensors, with the target's device)
 and asks `vllm_xdsl.ops.select` (registry + policy; no policy of its own). The chosen
 provider's op replaces it: `triton.*`, `cuda.*`, `rocm.*` with the same operands and
 results plus implementation properties decided here (block size, vector width, in place),
-or, for `native`, the op's elementary torch decomposition (native_lowering, traced from the native). An
+or, for `native`, the op's elementary torch decomposition (native.py, traced from the native). An
 out-of-tree provider has no dialect: its op becomes a one-bucket `auto.<op>` that calls
 the registered implementation at run time, so eager and compiled code agree.
 
@@ -44,12 +44,12 @@ from xdsl.utils.exceptions import PassFailedException
 from vllm_xdsl.dialects.vllm import SemanticSignature
 from vllm_xdsl.ops import ALL_OPS, Decision, DispatchError, DispatchReport, parse_priority, select
 from vllm_xdsl.ops.policy import AUTO, ENV_VAR, Priority, check_priority, env_text
-from vllm_xdsl.transforms import dispatch_auto
-from vllm_xdsl.transforms.dispatch_args import meta_args
-from vllm_xdsl.transforms.dispatch_impl_props import impl_properties
-from vllm_xdsl.transforms.dispatch_inplace import clone, not_overwritable
-from vllm_xdsl.transforms.dispatch_torch import TorchBuilder
-from vllm_xdsl.transforms.native_lowering import NativeNotTraceable, decompose
+from vllm_xdsl.transforms.ir.torch_builder import TorchBuilder
+from vllm_xdsl.transforms.lowering import auto as dispatch_auto
+from vllm_xdsl.transforms.lowering.impl_props import impl_properties
+from vllm_xdsl.transforms.lowering.inplace import clone, not_overwritable
+from vllm_xdsl.transforms.lowering.meta_args import meta_args
+from vllm_xdsl.transforms.lowering.native import NativeNotTraceable, decompose
 
 TARGETS = ("cuda", "rocm", "cpu")
 # What supports_args sees as the device of every tensor when lowering for a target. Eager

@@ -9,9 +9,9 @@ A pattern replaces only the last value of a chain; intermediate values with othe
 stay, so nothing that is read elsewhere changes. Dead `torch.call`s left behind are removed
 by xDSL's dead code elimination where their effects allow (torch.TorchCallEffects).
 
-Which forms map, and how exactly, is documented per family in raise_norm.py,
-raise_quant.py and raise_silu.py; vLLM's own spellings (vLLM IR nodes, `_C` and AITER
-kernel calls) in raise_vllm.py. Two levels:
+Which forms map, and how exactly, is documented per family in rms_norm.py (with
+residual_add.py), quant.py and act_and_mul.py; vLLM's own spellings (vLLM IR nodes, `_C`
+and AITER kernel calls) in vllm_forms.py. Two levels:
 
 - default: every rounding to a storage dtype (f16/bf16/fp8) happens where the contract
   has it; only f32 arithmetic may differ by ulps, the freedom OPS.md gives kernels
@@ -21,7 +21,7 @@ kernel calls) in raise_vllm.py. Two levels:
 
 A form that rounds at another point than the contract (the HF residual sum rounded to
 f16/bf16 before the norm, an f16 quotient before fp8) is raised at both levels as the exact
-variant it computes (fused_add_rms_norm{rounded_sum}, the quant variants of raise_quant.py;
+variant it computes (fused_add_rms_norm{rounded_sum}, the quant variants of quant.py;
 docs/OPS.md "Variants"), never approximately.
 
 | form (as Inductor's decomposed aten graph spells it)            | raised to                  | level   |
@@ -44,8 +44,8 @@ docs/OPS.md "Variants"), never approximately.
 | `silu(gate) * up`, two tensors of one type (any rank)            | silu_and_mul up(...)       | exact   |
 | `aten.gelu(gate[, approximate="tanh"]) * up` (halves or two)     | gelu(_tanh)_and_mul        | exact   |
 | Inductor's decomposed silu (`xf / (1 + exp(-xf))`, `xf * sigmoid(xf)`) | silu_and_mul         | default |
-| Inductor's decomposed gelu / tanh gelu (raise_silu.py)           | gelu(_tanh)_and_mul        | default |
-| `gelu(relu(gate - (mean + std * m))) * up`, aten.std (raise_sparse_act.py) | gelu_and_mul_sparse | as its GELU |
+| Inductor's decomposed gelu / tanh gelu (act_and_mul.py)          | gelu(_tanh)_and_mul        | default |
+| `gelu(relu(gate - (mean + std * m))) * up`, aten.std (gelu_and_mul_sparse.py) | gelu_and_mul_sparse | as its GELU |
 | the same with std as `sqrt(var(gate.float()))` rounded            | gelu_and_mul_sparse        | default |
 
 Never raised (the meaning differs): a mean over another dim, no keepdim, eps added after
@@ -67,13 +67,13 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker, RewritePattern
 from xdsl.transforms.dead_code_elimination import dce
 
-from vllm_xdsl.transforms.raise_match import memoized_casts
-from vllm_xdsl.transforms.raise_norm import NORM_PATTERNS
-from vllm_xdsl.transforms.raise_quant import QUANT_PATTERNS
-from vllm_xdsl.transforms.raise_route import RoutedPatterns
-from vllm_xdsl.transforms.raise_silu import RaiseActAndMul
-from vllm_xdsl.transforms.raise_sparse_act import RaiseGeluAndMulSparse
-from vllm_xdsl.transforms.raise_vllm import VLLM_PATTERNS
+from vllm_xdsl.transforms.ir.routing import RoutedPatterns
+from vllm_xdsl.transforms.raising.act_and_mul import RaiseActAndMul
+from vllm_xdsl.transforms.raising.gelu_and_mul_sparse import RaiseGeluAndMulSparse
+from vllm_xdsl.transforms.raising.match import memoized_casts
+from vllm_xdsl.transforms.raising.quant import QUANT_PATTERNS
+from vllm_xdsl.transforms.raising.rms_norm import NORM_PATTERNS
+from vllm_xdsl.transforms.raising.vllm_forms import VLLM_PATTERNS
 
 PATTERNS = (*VLLM_PATTERNS, *NORM_PATTERNS, *QUANT_PATTERNS, RaiseActAndMul, RaiseGeluAndMulSparse)
 
@@ -90,8 +90,9 @@ def raise_patterns(exact: bool) -> list[RewritePattern]:
 
 @dataclass(frozen=True)
 class RaiseNativePass(ModulePass):
-    """Raise RMSNorm, residual add, fp8/int8 quant and act-and-mul to vllm ops: their torch
-    decompositions, vLLM IR nodes and vLLM's _C / AITER kernel calls."""
+    """Raise RMSNorm (and the residual add before it), the fp8/int8 quants and the act-and-mul
+    ops (SiLU, GELU, GELU-tanh, FATReLU, sparse GELU) into vllm ops, from their torch
+    decompositions and from vLLM's own calls (vLLM IR, _C, AITER)."""
 
     name = "raise-native"
 

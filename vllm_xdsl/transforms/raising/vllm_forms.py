@@ -68,10 +68,10 @@ from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
-from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_build import build_norm, cast_op, epsilon_of
-from vllm_xdsl.transforms.raise_route import RoutedPattern
-from vllm_xdsl.transforms.raise_vllm_call import AUTO_V1, AUTO_V2, KernelCall, read_call
+from vllm_xdsl.transforms.ir.routing import RoutedPattern
+from vllm_xdsl.transforms.raising import match as m
+from vllm_xdsl.transforms.raising.build import build_norm, cast_op, epsilon_of
+from vllm_xdsl.transforms.raising.kernel_call import AUTO_V1, AUTO_V2, KernelCall, read_call
 
 F32 = torch.float32
 FMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 224.0}

@@ -1,0 +1,1 @@
+"""IR helpers that more than one pass uses: pattern routing by op, building torch calls."""
