@@ -351,3 +351,67 @@ def test_vllm_quant_fp8_native(name: str, shape: tuple[int, ...], tmp_path: Path
     if fuses:
         assert _quants(fused) == 1 and "vllm.rms_norm" not in fused, fused
     assert same
+
+
+class CTQuantLinear(torch.nn.Module):
+    """RMSNorm, then a Linear whose input compressed-tensors' own `forward_quantize`
+    quantizes (the preset's input scheme; calibrated weight scale, as a checkpoint holds)."""
+
+    def __init__(self, preset: str, hidden: int) -> None:
+        super().__init__()
+        ct = pytest.importorskip("compressed_tensors.quantization")
+        self.norm, self.linear = _Norm(hidden), torch.nn.Linear(hidden, hidden, bias=False)
+        config = ct.QuantizationConfig(
+            config_groups={"group_0": ct.preset_name_to_scheme(preset, ["Linear"])},
+            quantization_status=ct.QuantizationStatus.FROZEN)
+        ct.apply_quantization_config(self, config, show_progress=False)
+        self.linear.weight_scale.data.fill_(0.002)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from compressed_tensors.quantization.lifecycle.forward import forward_quantize
+
+        m = self.linear
+        x = forward_quantize(m, self.norm(x), "input", m.quantization_scheme.input_activations)
+        return F.linear(x, m.weight)
+
+
+@pytest.mark.parametrize("preset, op", [
+    ("FP8_DYNAMIC", "vllm.dynamic_per_token_scaled_fp8_quant"),
+    ("W8A8", "vllm.dynamic_per_token_scaled_int8_quant"),
+])
+def test_compressed_tensors_token_quant_symbolic_leading_dims(
+        preset: str, op: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under dynamic=True with a batch above 1 both leading dims of the activation are
+    symbolic (Dynamo specializes only size-1 dims): the per-token scale [B, T, 1] that the
+    dequant reads is the op's [B*T, 1] scales reshaped by x's own sizes, and the quant
+    still fuses with the norm. (compressed-tensors' TOKEN strategy reduces all dims but the
+    first two: on a 4-D activation it is no per-row quant, so 3-D is its case.)"""
+    torch.manual_seed(0)
+    model = CTQuantLinear(preset, 64).to(BF16)
+    x = torch.randn(2, 13, 64, dtype=BF16) * 3
+    raised, fused, same = _compiled_ops(model, (x,), tmp_path, monkeypatch, dynamic=True)
+    assert raised == {"vllm.rms_norm": 1, op: 1}, raised
+    assert fused == {"vllm.rms_norm_quant": 1}, fused
+    text = "".join(f.read_text() for f in tmp_path.glob("*/01-raise-native.mlir"))
+    assert "aten::amax" not in text and "aten::amin" not in text  # the op's scales are read
+    assert same
+
+
+@pytest.mark.parametrize("name", ["per_token", "per_token_ub", "group"])
+def test_vllm_quant_fp8_native_symbolic_leading_dims(name: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three symbolic leading dims, all marked dynamic (dynamic=True would also make FMAX,
+    a Python float of this module, a graph input: no constant range): raised, fused, exact.
+    Per group, vLLM views x as [-1, G, gs]: one dynamic dim there."""
+    kwargs, op, _ = VLLM_CASES[name]
+    torch.manual_seed(0)
+    model = QuantFP8Native(64, **kwargs).to(BF16)
+    model.scale = model.scale.float()
+    if model.scale_ub is not None:
+        model.scale_ub = model.scale_ub.float()
+    x = torch.randn(2, 3, 5, 64, dtype=BF16) * 3
+    torch._dynamo.mark_dynamic(x, (0, 1, 2))
+    raised, fused, same = _compiled_ops(model, (x,), tmp_path, monkeypatch)
+    assert raised == {"vllm.rms_norm": 1, op: 1}, raised
+    assert _quants(fused) == 1 and "vllm.rms_norm" not in fused, fused
+    assert same

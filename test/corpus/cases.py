@@ -17,6 +17,11 @@ DTYPES = (torch.float32, torch.bfloat16)
 # loaded CI machine) for one fp8 and one int8 preset: its graph breaks are the same for all.
 CT_DTYPES = (torch.bfloat16,)
 CT_STOCK_PRESETS = ("FP8", "W8A8")
+# A batch above 1 under dynamic=True: Dynamo specializes size-1 dims, so only then are both
+# leading dims of the activations symbolic ([s0, s1, H]). The per-token presets (a scale
+# per row of those dims, reshaped back from the op's [s0*s1, 1]), fused, one case each.
+BATCH = 2
+CT_BATCH_PRESETS = ("FP8_DYNAMIC", "W8A8")
 
 
 def _llama_like_sites(lm: torch.nn.Module, ids: torch.Tensor, quant: int = 0,
@@ -38,9 +43,9 @@ def build_hf(arch: str):
     return build
 
 
-def build_ct(preset: str, mode: str):
+def build_ct(preset: str, mode: str, batch: int = 1):
     def build(dtype: torch.dtype) -> Built:
-        lm, ids = ct.build_quantized_llama(preset, mode, dtype), hf.token_ids()
+        lm, ids = ct.build_quantized_llama(preset, mode, dtype), hf.token_ids(batch)
         if mode == "stock":  # graphs reused across Linears: no per-site totals
             return Built(hf.Logits(lm), (ids,), None, token_dims=(1,))
         sites = _llama_like_sites(lm, ids, *ct.count_quant_sites(lm, ids))
@@ -53,10 +58,16 @@ def _cases() -> dict[str, Case]:
     cases += [Case("ct", f"ct-{preset}-{mode}", dt, build_ct(preset, mode))
               for preset in ct.PRESETS for mode in ct.MODES for dt in CT_DTYPES
               if mode == "fused" or preset in CT_STOCK_PRESETS]
-    cases += [Case("vllm", form, dt, functools.partial(vllm_forms.build_form, form))
-              for form in vllm_forms.FORMS for dt in DTYPES]
-    # Each case with its token dim marked and under dynamic=True, adjacent.
-    return {c.key: c for base in cases for c in (base, dataclasses.replace(base, shapes="all"))}
+    forms = [Case("vllm", form, dt, functools.partial(vllm_forms.build_form, form))
+             for form in vllm_forms.FORMS for dt in DTYPES]
+    batched = [Case("ct", f"ct-{preset}-fused-batch{BATCH}", dt, build_ct(preset, "fused", BATCH),
+                    shapes="all") for preset in CT_BATCH_PRESETS for dt in CT_DTYPES]
+    # Each case with its token dim marked and under dynamic=True, adjacent; the batched ones
+    # under dynamic=True only (with the token dim marked the batch is static).
+    both = [c for base in cases for c in (base, dataclasses.replace(base, shapes="all"))]
+    both += batched
+    both += [c for base in forms for c in (base, dataclasses.replace(base, shapes="all"))]
+    return {c.key: c for c in both}
 
 
 # dynamic=True compiles take about twice as long (every dim symbolic): every
@@ -73,5 +84,5 @@ def _in_corpus(case: Case) -> bool:
     return case.shapes == "token" or case.family != "hf" or (case.name, case.dtype) in DYNAMIC_HF
 
 
-BOTH_SHAPES = _cases()  # every case under both kinds of dynamic shapes
+BOTH_SHAPES = _cases()  # every case under both kinds of dynamic shapes (the batched: one)
 CASES = {key: case for key, case in BOTH_SHAPES.items() if _in_corpus(case)}

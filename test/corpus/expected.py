@@ -50,6 +50,8 @@ EXPECTED = {
     'ct-W8A8-fused/bf16/dynamic':           'norm 3/3 add 2/2 act 1/1 quant 7/7 fused 6/6 graphs 1 exact',
     'ct-FP8_BLOCK-fused/bf16':              'norm 3/3 add 2/2 act 1/1 quant 7/7 fused 6/6 graphs 1 exact',
     'ct-FP8_BLOCK-fused/bf16/dynamic':      'norm 3/3 add 2/2 act 1/1 quant 7/7 fused 6/6 graphs 1 exact',
+    'ct-FP8_DYNAMIC-fused-batch2/bf16/dynamic': 'norm 3/3 add 2/2 act 1/1 quant 7/7 fused 6/6 graphs 1 exact',
+    'ct-W8A8-fused-batch2/bf16/dynamic': 'norm 3/3 add 2/2 act 1/1 quant 7/7 fused 6/6 graphs 1 exact',
     'vllm-norm/f32':                        'norm 2/2 add 1/1 act 0/0 quant 0/0 fused 0/0 graphs 1 exact',
     'vllm-norm/f32/dynamic':                'norm 2/2 add 1/1 act 0/0 quant 0/0 fused 0/0 graphs 1 exact',
     'vllm-norm/bf16':                       'norm 2/2 add 1/1 act 0/0 quant 0/0 fused 0/0 graphs 1 exact',

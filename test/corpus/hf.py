@@ -90,8 +90,8 @@ def build_lm(arch: str, dtype: torch.dtype, **overrides: Any) -> nn.Module:
     return lm.to(dtype).eval()
 
 
-def token_ids() -> torch.Tensor:
-    return torch.randint(0, VOCAB, (1, TOKENS), generator=torch.Generator().manual_seed(SEED))
+def token_ids(batch: int = 1) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (batch, TOKENS), generator=torch.Generator().manual_seed(SEED))
 
 
 def is_norm(module: nn.Module) -> bool:

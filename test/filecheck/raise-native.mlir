@@ -413,6 +413,28 @@ func.func @per_token_amax(%x: tensor<?x64xbf16>) -> (tensor<?x64xf8E4M3FN>, tens
   func.return %q, %s : tensor<?x64xf8E4M3FN>, tensor<?x1xf32>
 }
 
+// Two symbolic leading dims (dynamic=True, a batch above 1): the returned [?, ?, 1] scale
+// is the op's [B*T, 1] scales reshaped by the sizes of q (x's shape; x keeps one use).
+// CHECK-LABEL: func.func @per_token_two_dynamic_dims
+// CHECK-NEXT:    %[[Q:.*]], %[[S:.*]] = vllm.dynamic_per_token_scaled_fp8_quant %x : tensor<?x?x64xbf16> -> tensor<?x?x64xf8E4M3FN>, tensor<?x1xf32>
+// CHECK-NEXT:    %[[B:.*]] = torch.call "aten::sym_size.int"(%[[Q]]) [#torch.operand<0>, 0 : i64] : (tensor<?x?x64xf8E4M3FN>) -> i64
+// CHECK-NEXT:    %[[T:.*]] = torch.call "aten::sym_size.int"(%[[Q]]) [#torch.operand<0>, 1 : i64] : (tensor<?x?x64xf8E4M3FN>) -> i64
+// CHECK-NEXT:    %[[R:.*]] = torch.call "aten::reshape.default"(%[[S]], %[[B]], %[[T]]) [#torch.operand<0>, [#torch.operand<1>, #torch.operand<2>, 1 : i64]] : (tensor<?x1xf32>, i64, i64) -> tensor<?x?x1xf32>
+// CHECK-NEXT:    func.return %[[Q]], %[[R]]
+func.func @per_token_two_dynamic_dims(%x: tensor<?x?x64xbf16>) -> (tensor<?x?x64xf8E4M3FN>, tensor<?x?x1xf32>) {
+  %ab = torch.call "aten::abs.default"(%x) [#torch.operand<0>] : (tensor<?x?x64xbf16>) -> tensor<?x?x64xbf16>
+  %am = torch.call "aten::amax.default"(%ab) [#torch.operand<0>, [2 : i64], true] : (tensor<?x?x64xbf16>) -> tensor<?x?x1xbf16>
+  %amf = torch.call "prims::convert_element_type.default"(%am) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x?x1xbf16>) -> tensor<?x?x1xf32>
+  %d = torch.call "aten::div.Tensor"(%amf) [#torch.operand<0>, 4.480000e+02 : f64] : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+  %s = torch.call "aten::clamp_min.default"(%d) [#torch.operand<0>, 4.3596540178571426e-06 : f64] : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+  %xf = torch.call "prims::convert_element_type.default"(%x) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x?x64xbf16>) -> tensor<?x?x64xf32>
+  %y = torch.call "aten::div.Tensor"(%xf, %s) [#torch.operand<0>, #torch.operand<1>] : (tensor<?x?x64xf32>, tensor<?x?x1xf32>) -> tensor<?x?x64xf32>
+  %lo = torch.call "aten::clamp_min.default"(%y) [#torch.operand<0>, -4.480000e+02 : f64] : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %hi = torch.call "aten::clamp_max.default"(%lo) [#torch.operand<0>, 4.480000e+02 : f64] : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %q = torch.call "prims::convert_element_type.default"(%hi) [#torch.operand<0>, #torch.dtype<f8E4M3FN>] : (tensor<?x?x64xf32>) -> tensor<?x?x64xf8E4M3FN>
+  func.return %q, %s : tensor<?x?x64xf8E4M3FN>, tensor<?x?x1xf32>
+}
+
 // vLLM's native form: max(dim) + unsqueeze, and `x * s.reciprocal()` where the contract
 // divides: the exact `recip` variant.
 // CHECK-LABEL: func.func @per_token_vllm

@@ -26,7 +26,11 @@ The scale: a [1] value not computed here -> static; else quant_scale.dynamic_sca
 dynamic scale's other users read the raised op's scales, reshaped to their shape.
 
 Any activation rank: a per-token scale of `[B, T, 1]` is the op's `[B*T, 1]` scales
-unflattened (at most one leading dimension may be dynamic).
+unflattened. Any number of its leading dims may be symbolic (`dynamic=True` with a batch
+above 1): one is a reshape's -1, more are read off the op's q (x's shape) with
+`aten.sym_size`, so that x keeps its one use and the quant can still fuse with the op that
+computes x. Per group, at most one dynamic dim: the group view `x.view(s0, s1, G, gs)`
+names its own sizes, which the IR cannot prove to be x's.
 """
 
 from __future__ import annotations
@@ -270,11 +274,16 @@ def _plan(q: SSAValue, qdtype: torch.dtype, start: SSAValue) -> _Plan | None:
         zp_shape = (*x_dims[:-1], q_dims[-2])
         if sum(d == DYNAMIC_INDEX for d in zp_shape) > 1:
             return None
+    # The shapes the op's results are reshaped back to: a per-token scale's leading dims are
+    # x's (its rows' absmax); the group shapes' are the group view's (see the module doc).
+    x_dims = m.shape(x)
+    assert x_dims is not None
+    rows = () if grouped else x_dims[:-1]
     views = (q if grouped else None, None if dyn is None else dyn.scale,
              None if dyn is None else dyn.scale_view)
     for value in views:
-        if value is not None and sum(d == DYNAMIC_INDEX for d in m.shape(value) or ()) > 1:
-            return None  # reshaped back to that shape: at most one dynamic dim
+        if value is not None and not _sized_by(m.shape(value), rows):
+            return None
     if dyn is None:
         variant = QuantVariant(scaling, DType.of(qd))
     else:
@@ -301,7 +310,8 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
     if not scheme.variant.is_default:
         props["variant"] = QuantVariantAttr.from_variant(scheme.variant)
     pre = TorchBuilder()  # the zero point reshaped to the op's per-group shape, if need be
-    zp = [] if plan.zp is None else [_reshaped(pre, plan.zp, plan.zp_shape or m.shape(plan.zp))]
+    zp = [] if plan.zp is None else [
+        _reshaped(pre, plan.zp, plan.zp_shape or m.shape(plan.zp), plan.x)]
     sd = to_torch(scheme.variant.scale_dtype)
     tokens = _tokens(x_shape[:-1])
     new: Operation
@@ -314,8 +324,6 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         new = vllm.DynamicScaledFp8QuantOp.build(
             operands=[plan.x, zp], result_types=[q_type, tensor_type(sd, (1,))], properties=props)
     elif scheme.granularity == "token":
-        if not _unflattenable(x_shape):
-            return
         token_cls = (vllm.DynamicPerTokenScaledFp8QuantOp if scheme.is_fp8
                      else vllm.DynamicPerTokenScaledInt8QuantOp)
         ub = [] if dyn.scale_ub is None else [dyn.scale_ub]
@@ -324,8 +332,6 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
         new = token_cls.build(operands=operands, result_types=[q_type, tensor_type(sd, (tokens, 1))],
                         properties=props)
     else:
-        if not _unflattenable(x_shape):
-            return
         hidden = x_shape[-1]
         assert hidden is not None  # _grouped split a static last dim
         groups = hidden // scheme.group_size
@@ -344,7 +350,7 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
     b = TorchBuilder()
     qv: SSAValue = new.results[0]
     if plan.group_shape is not None:
-        qv = _reshaped(b, qv, plan.group_shape)
+        qv = _reshaped(b, qv, plan.group_shape, new.results[0])
     if m.dtype(q) != qdtype:  # compressed-tensors' int8: the rounded values in a float dtype
         float_dtype = m.dtype(q)
         assert float_dtype is not None
@@ -352,7 +358,8 @@ def _rewrite(op: CallOp, q: SSAValue, qdtype: torch.dtype, plan: _Plan,
     rewired = []  # the source scale's (and its unsqueeze's) users after the quant
     for source in () if dyn is None else (dyn.scale, dyn.scale_view):
         if source is not None:
-            rewired.append((list(source.uses), _reshaped(b, new.results[1], m.shape(source))))
+            rewired.append((list(source.uses),
+                            _reshaped(b, new.results[1], m.shape(source), new.results[0])))
     rewriter.insert([*pre.ops, new, *b.ops], InsertPoint.before(op))
     rewriter.replace(op, [], [qv])
     for users, scales in rewired:  # ... read the op's scales
@@ -368,19 +375,33 @@ def _tokens(leading: tuple[int | None, ...]) -> int | None:
     return n
 
 
-def _reshaped(b: TorchBuilder, v: SSAValue, shape: tuple[int, ...] | None) -> SSAValue:
-    """`v.reshape(shape)` (at most one dynamic dim, as -1); v itself if already that shape."""
+def _sized_by(shape: tuple[int, ...] | None, rows: tuple[int, ...]) -> bool:
+    """A reshape to `shape` can be spelled: at most one dynamic dim (-1), or every dynamic
+    dim among the leading dims `rows` (x's, which `shape`'s are by construction: the caller
+    passes them only then), at the same place, so that it reads x's size there (_reshaped)."""
+    if shape is None:
+        return False
+    dynamic = [i for i, d in enumerate(shape) if d == DYNAMIC_INDEX]
+    if len(dynamic) <= 1:
+        return True
+    end = dynamic[-1] + 1
+    return end <= len(rows) and rows[:end] == shape[:end]
+
+
+def _reshaped(b: TorchBuilder, v: SSAValue, shape: tuple[int, ...] | None,
+              sizes_of: SSAValue) -> SSAValue:
+    """`v.reshape(shape)`; v itself if already that shape. One dynamic dim is -1; with more,
+    each is `sizes_of`'s size at its place (the op's q, of x's shape: see _sized_by)."""
     assert shape is not None
     target = tuple(None if d == DYNAMIC_INDEX else d for d in shape)
     if meta(v)[1] == target:
         return v
-    return b.call("aten::reshape.default", v, [-1 if d is None else d for d in target],
-                  shape=target)
-
-
-def _unflattenable(x_shape: tuple[int | None, ...]) -> bool:
-    """[B*T, 1] scales can be reshaped back to x's leading dims (one dynamic at most)."""
-    return sum(d is None for d in x_shape[:-1]) <= 1
+    sizes: list[int | SSAValue] = [-1 if d is None else d for d in target]
+    if target.count(None) > 1:
+        sizes = [d if d is not None else
+                 b.call("aten::sym_size.int", sizes_of, i, results=[i64])
+                 for i, d in enumerate(target)]
+    return b.call("aten::reshape.default", v, sizes, shape=target)
 
 
 QUANT_PATTERNS = (RaiseQuant,)
