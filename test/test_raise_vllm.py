@@ -187,11 +187,18 @@ def ir_block(x, r, w, vs_w):  # noqa: ANN001, ANN201
     return a, b, c, d, e, f, g, h, i, j, k, n
 
 
-def test_vllm_ir_nodes_raised_bit_exact() -> None:
+@pytest.mark.parametrize("functionalized", ["v2", "v1"])
+def test_vllm_ir_nodes_raised_bit_exact(functionalized: str) -> None:
+    """v1: `maybe_inplace` under `auto_functionalized`, as the post-grad pass meets it when
+    vLLM IR's torch wrap is on (mode 2 with Inductor)."""
     x, r, w = (torch.randn(5, H).to(BF16) for _ in range(3))
     w = w[0]
     args = (x, r, w, w.clone())
-    module, expected, got = _raised_run(ir_block, args)
+    with torch._inductor.config.patch(enable_auto_functionalized_v2=functionalized == "v2"):
+        imported, _ = _raised(ir_block, args, dynamic_dim=False)
+        module, expected, got = _raised_run(ir_block, args)
+    target = "auto_functionalized_v2" if functionalized == "v2" else "auto_functionalized"
+    assert str(imported).count(f'"higher_order::{target}"') == 1, imported
     counts = Counter(op.name for op in module.walk() if op.name.startswith(("vllm.", "torch.call")))
     assert counts == {"vllm.rms_norm": 4, "vllm.fused_add_rms_norm": 3,
                       "vllm.gelu_and_mul_sparse": 2, "torch.call": counts["torch.call"]}, counts
