@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 from helpers.vllm_engine import WAYS, run_engine  # noqa: E402
 from helpers.vllm_models_config import MODELS, expected_sites, write_checkpoint  # noqa: E402
 
+COMPILED = [w for w in WAYS if w != "plain"]  # the ways through our compiler
+
 KINDS = ("norm", "residual", "act")
 
 
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma list of " + ",".join(MODELS))
     parser.add_argument("--ways", default="backend,post_grad",
-                        help="comma list of backend,post_grad (plain always runs)")
+                        help=f"comma list of {','.join(COMPILED)} (plain always runs)")
     parser.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "vllm-table"),
                         help="directory for each start's result, checkpoints and logs")
     parser.add_argument("--reuse", default="",
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
            + [w for w in ways + sorted(reuse) if w not in WAYS] + [w for w in ways if w == "plain"])
     if bad or not models:
         print(f"error: unknown or misplaced names {bad or '(no model)'}; models: "
-              f"{','.join(MODELS)}; ways: backend,post_grad", file=sys.stderr)
+              f"{','.join(MODELS)}; ways: {','.join(COMPILED)}", file=sys.stderr)
         return 2
     out = Path(args.out)
     results: dict[tuple[str, str], dict[str, Any]] = {}

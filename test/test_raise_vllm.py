@@ -163,15 +163,50 @@ def ir_block(x, r, w, vs_w):  # noqa: ANN001, ANN201
     return a, b, c, d, e, f, g, h, i, j, k, n
 
 
-def test_vllm_ir_nodes_raised_bit_exact() -> None:
+@pytest.mark.parametrize("functionalized", ["v2", "v1"])
+def test_vllm_ir_nodes_raised_bit_exact(functionalized: str) -> None:
+    """v1: `maybe_inplace` under `auto_functionalized`, as the post-grad pass meets it when
+    vLLM IR's torch wrap is on (mode 2 with Inductor)."""
     x, r, w = (torch.randn(5, H).to(BF16) for _ in range(3))
     w = w[0]
     args = (x, r, w, w.clone())
-    module, expected, got = raised_run(ir_block, args)
+    with torch._inductor.config.patch(enable_auto_functionalized_v2=functionalized == "v2"):
+        imported, _ = _raised(ir_block, args, dynamic_dim=False)
+        module, expected, got = raised_run(ir_block, args)
+    target = "auto_functionalized_v2" if functionalized == "v2" else "auto_functionalized"
+    assert str(imported).count(f'"higher_order::{target}"') == 1, imported
     counts = Counter(op.name for op in module.walk() if op.name.startswith(("vllm.", "torch.call")))
     assert counts == {"vllm.rms_norm": 4, "vllm.fused_add_rms_norm": 3,
                       "vllm.gelu_and_mul_sparse": 2, "torch.call": counts["torch.call"]}, counts
     assert not any("vllm_ir" in str(op) or "vllm_aiter" in str(op) for op in module.walk()
+                   if op.name == "torch.call")
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+        assert torch.equal(e, g), i
+
+
+def engine_alias_block(x, r, w):  # noqa: ANN001, ANN201
+    """The forms vLLM's engine (mode 2, vLLM IR's torch wrap on) hands the backend: a
+    layer's output read through a view of its buffer with the buffer's layout goes into
+    `maybe_inplace`, which AOTAutograd spells `_x_alias` under auto_functionalized_v2; the
+    same for a `_C` kernel writing through such a view (`_result_alias`)."""
+    a = x.clone().view(-1, H)  # the view the engine's o_proj output is
+    y, res = IR.fused_add_rms_norm.maybe_inplace(a, r.clone(), w, EPS)
+    y2, res2 = IR.fused_add_rms_norm.maybe_inplace(y.view(-1, H), res, w, EPS)
+    n = torch.empty_like(x)
+    C.rms_norm(n.view(-1, H), res2, w, EPS)
+    return y, res, y2, res2, n
+
+
+def test_alias_views_raised_bit_exact() -> None:
+    x, r = torch.randn(5, H).to(BF16), torch.randn(5, H).to(BF16)
+    args = (x, r, torch.randn(H).to(BF16))
+    module, _ = _raised(engine_alias_block, args, dynamic_dim=False)
+    text = str(module)
+    assert text.count("_x_alias = true") == 2 and "_result_alias = true" in text, text
+    module, expected, got = raised_run(engine_alias_block, args)
+    counts = Counter(op.name for op in module.walk() if op.name.startswith("vllm."))
+    assert counts == {"vllm.fused_add_rms_norm": 2, "vllm.rms_norm": 1}, counts
+    assert not any("vllm_ir" in str(op) or "_C." in str(op) for op in module.walk()
                    if op.name == "torch.call")
     for i, (e, g) in enumerate(zip(expected, got, strict=True)):
         assert torch.equal(e, g), i
@@ -184,7 +219,7 @@ def test_exact_leaves_the_default_level_forms() -> None:
     assert not any(op.name.startswith("vllm.") for op in module.walk())
 
 
-@pytest.mark.parametrize("form", ["azp", "ue8m0", "variance_size_fused"])
+@pytest.mark.parametrize("form", ["azp", "ue8m0", "variance_size_fused", "slice_view"])
 def test_forms_left_unraised(form: str) -> None:
     x, r = torch.randn(5, H).to(BF16), torch.randn(5, H).to(BF16)
 
@@ -197,8 +232,14 @@ def test_forms_left_unraised(form: str) -> None:
             q, s = _q(x), _s(x, H // GS)
             C.per_token_group_fp8_quant(x, q, s, GS, 1e-10, -448.0, 448.0, True, False, False)
             return q, s
+        if form == "slice_view":  # x a slice of its base (`_x_slice_dim`), not the base
+            base = torch.cat([x, r], -1)
+            y, res = IR.fused_add_rms_norm.maybe_inplace(base[:, :H], r.clone(), None, EPS)
+            return y, res, base
         return IR.fused_add_rms_norm(x, r, None, EPS, 64)
     module, _ = _raised(fn, (x, r), False)
+    if form == "slice_view":
+        assert "_x_slice_dim" in str(module)
     RaiseNativePass().apply(make_context(), module)
     assert not any(op.name.startswith("vllm.") for op in module.walk())
 

@@ -1,5 +1,6 @@
 """One vLLM engine start in a fresh process: `LLM.generate` on a tiny checkpoint, plain or
-with our compiler through one of the two ways in, and what our compiler did there.
+with our compiler through one of the two ways in (each also with vLLM IR's torch wrap on:
+`backend_ir`, `post_grad_ir`), and what our compiler did there.
 
     result = run_engine(checkpoint, "backend")   # in the caller's process: a child runs it
 
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-WAYS = ("plain", "backend", "post_grad")
+WAYS = ("plain", "backend", "post_grad", "backend_ir", "post_grad_ir")
 PROMPTS = [[1, 5, 9, 17, 33, 65], [2, 4, 8, 16, 32, 64, 128, 200]]
 FALLBACK_MARKS = ("running the unmodified graph", "graph left unchanged")
 
@@ -42,11 +43,22 @@ def compilation_config(way: str) -> dict[str, Any] | None:
     if way == "backend":  # DYNAMO_TRACE_ONCE hands Dynamo's graph to a torch.compile backend
         return {"mode": 2, "backend": "vllm_xdsl"}
     if way == "post_grad":  # vLLM's default CPU config: Inductor, with our post-grad pass
-        import vllm_xdsl
-
-        return {"inductor_compile_config": {
-            "post_grad_custom_post_pass": vllm_xdsl.post_grad_pass()}}
+        return {"inductor_compile_config": _post_grad_pass()}
+    # vLLM IR's torch wrap on: the graph holds `torch.ops.vllm_ir.*` nodes instead of their
+    # natives. vLLM's default CPU config turns the wrap off whatever it is given, so the
+    # post-grad way names mode 2 and Inductor itself (which it then takes with its options).
+    if way == "backend_ir":
+        return {"mode": 2, "backend": "vllm_xdsl", "ir_enable_torch_wrap": True}
+    if way == "post_grad_ir":
+        return {"mode": 2, "backend": "inductor", "ir_enable_torch_wrap": True,
+                "inductor_compile_config": _post_grad_pass()}
     raise ValueError(f"unknown way {way!r}; known: {', '.join(WAYS)}")
+
+
+def _post_grad_pass() -> dict[str, Any]:
+    import vllm_xdsl
+
+    return {"post_grad_custom_post_pass": vllm_xdsl.post_grad_pass()}
 
 
 def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900,

@@ -1,9 +1,13 @@
 """Our compiler inside vLLM's engine, through both ways in, on a tiny random Llama:
 `LLM.generate`'s greedy tokens equal plain vLLM's, no graph falls back (the importer
 carries vLLM's opaque values: the attention layer's name as a script object) and every
-norm, residual add and act-and-mul site is raised. Three engine starts in all (plain, the
-backend under mode 2, the post-grad pass in vLLM's default CPU config), each in a fresh
-process with empty caches (conftest.py)."""
+norm, residual add and act-and-mul site is raised. Four engine starts in all (plain, the
+backend under mode 2, the post-grad pass in vLLM's default CPU config, and the backend with
+vLLM IR's torch wrap on, whose graph spells the norms as `torch.ops.vllm_ir.*` nodes), each
+in a fresh process with empty caches (conftest.py). The post-grad pass with the wrap on
+(bench/vllm_engine.py's `post_grad_ir`) sees the same ops under `auto_functionalized`, the
+form the main suite tests (test_raise_vllm.py); it costs one more start, so it is run from
+bench/vllm_models_table.py, not here."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from helpers.vllm_engine import PROMPTS
 from helpers.vllm_models_config import expected_sites
 
 MODEL = "llama"
-WAYS_IN = ("backend", "post_grad")
+WAYS_IN = ("backend", "post_grad", "backend_ir")
 TOKENS = 8  # run_engine's default: ignore_eos, so every prompt gets all of them
 
 

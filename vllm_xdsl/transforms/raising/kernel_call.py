@@ -46,7 +46,8 @@ def _name_of_overload(attr: Any) -> str | None:
 
 def read_call(op: CallOp) -> KernelCall | None:
     """The call `op` makes, if it is a vLLM op of SCHEMAS (None otherwise, or when a
-    functionalized argument is a view of its base: its new contents are not a value)."""
+    functionalized argument is a slice or strided view of its base: its new contents are
+    not a value)."""
     target = op.target.data
     if target in (AUTO_V1, AUTO_V2):
         if len(op.args.data) != 1 or (name := _name_of_overload(op.args.data[0])) is None:
@@ -69,6 +70,13 @@ def read_call(op: CallOp) -> KernelCall | None:
             for arg_name in schemas.written_names(name):
                 if any(f"_{arg_name}_{k}" in kw for k in ("size", "stride", "storage_offset")):
                     return None
+                # `_x_alias`: x is a view of its base with the base's size, stride and
+                # offset (torch's AliasViewInfo regenerates it as `aten.alias(base)`), so
+                # it holds the base's contents, before the call and after. vLLM's engine
+                # passes such views (a linear's output read back through a view of its
+                # `torch.empty` buffer). A slice (`_x_slice_*`) stays unknown to `_bind`.
+                if kw.get(f"_{arg_name}_alias") is True:
+                    del kw[f"_{arg_name}_alias"]
                 index = kw.pop(f"_{arg_name}_base_index", None)
                 if index is None:
                     kw[arg_name] = None
