@@ -69,7 +69,7 @@ from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.transforms import raise_match as m
-from vllm_xdsl.transforms.raise_build import build_norm, cast_op, epsilon_of
+from vllm_xdsl.transforms.raise_build import build_norm, cast_op, epsilon_of, per_tensor_scale
 from vllm_xdsl.transforms.raise_route import RoutedPattern
 from vllm_xdsl.transforms.raise_vllm_call import AUTO_V1, AUTO_V2, KernelCall, read_call
 
@@ -126,9 +126,14 @@ def _verified(op: Operation) -> Operation:
     return op
 
 
-def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool) -> Operation:
+def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool) -> list[Operation]:
+    """The quant (last) and the reshape that makes a one-value scale the contract's [1]."""
+    per_tensor = per_tensor_scale(_tensor(scale))
+    if per_tensor is None:
+        raise _Skip
+    ops, s = per_tensor
     cls = vllm.StaticScaledInt8QuantOp if int8 else vllm.StaticScaledFp8QuantOp
-    return _verified(cls.build(operands=[x, _tensor(scale), []], result_types=[q_type]))
+    return [*ops, _verified(cls.build(operands=[x, s, []], result_types=[q_type]))]
 
 
 def _per_token(x: SSAValue, ub: object, q_type: Attribute, s_type: Attribute,
@@ -254,7 +259,7 @@ def _c_static(int8: bool) -> Callable[[KernelCall], Raised]:
         if int8 != (m.dtype(out) == torch.int8) or (not int8 and _fp8(out) is None):
             raise _Skip
         new = _static_quant(_tensor(c.args["input"]), c.args["scale"], out.type, int8)
-        return Raised([new], {out: new.results[0]})
+        return Raised(new, {out: new[-1].results[0]})
     return build
 
 
@@ -304,8 +309,8 @@ def _c_silu_and_mul_quant(group: bool) -> Callable[[KernelCall], Raised]:
             return Raised([*cast, act, qop], {q: qop.results[0], s: qop.results[1]})
         out = _written(c, "result")
         _fp8(out)
-        qop = _static_quant(act.results[0], a["scale"], out.type, int8=False)
-        return Raised([*cast, act, qop], {out: qop.results[0]})
+        qops = _static_quant(act.results[0], a["scale"], out.type, int8=False)
+        return Raised([*cast, act, *qops], {out: qops[-1].results[0]})
     return build
 
 
@@ -316,11 +321,11 @@ def _c_norm_static_fp8(residual: bool) -> Callable[[KernelCall], Raised]:
         x = _tensor(a["input"])
         r = _tensor(a["residual"]) if residual else None
         n = _norm(c, x, r, a["weight"], a["epsilon"], x.type, same_dtype=True, rounded=residual)
-        qop = _static_quant(n.results[0], a["scale"], out.type, int8=False)
-        values = {out: qop.results[0]}
+        qops = _static_quant(n.results[0], a["scale"], out.type, int8=False)
+        values = {out: qops[-1].results[0]}
         if residual:
             values[_written(c, "residual")] = n.results[1]
-        return Raised([n, qop], values)
+        return Raised([n, *qops], values)
     return build
 
 
