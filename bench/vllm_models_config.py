@@ -77,6 +77,19 @@ INT8: dict[str, tuple[bool, str, dict[str, Any]]] = {
 INT8_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
+EAGER_ROUNDING = {"TORCHINDUCTOR_EMULATE_PRECISION_CASTS": "1"}
+"""Inductor keeps every rounding of the graph (docs/OPS.md, "A norm + int8 quant compiled
+by Inductor"): without it, a fused norm + int8 quant lowered into one Inductor kernel reads
+the norm unrounded, where plain vLLM's `_C` quant reads it stored in bf16, and greedy tokens
+of these random models part after a few steps. Plain vLLM's tokens are the same with and
+without it (measured)."""
+
+
+def engine_env(name: str) -> dict[str, str]:
+    """The environment an engine of model `name` runs in, plain and ours alike."""
+    return dict(EAGER_ROUNDING) if name in INT8 and INT8[name][1] == "onednn" else {}
+
+
 def int8_quant_sites(name: str) -> int:
     """The activation quants in the graph of one forward of INT8 model `name`: on the oneDNN
     path one per projection vLLM runs (q, k, v merged into one; gate and up into one), four

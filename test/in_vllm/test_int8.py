@@ -7,8 +7,13 @@ vLLM's CPU kernel for them (`CPUInt8ScaledMMLinearKernel`) has two paths:
   `_C.onednn_scaled_mm`: every quant is raised, every norm->quant and act->quant pair fused;
 - AMX: `_C.int8_scaled_mm_with_quant` quantizes inside the GEMM: no quant in the graph, the
   norms and acts are raised as in an unquantized model.
-Each way's greedy tokens equal plain vLLM's, and no graph falls back. Two engine starts per
-model and way (plain and ours), each in a fresh process (conftest.py).
+Each way's greedy tokens equal plain vLLM's, and no graph falls back. The oneDNN models run
+(plain vLLM too) with Inductor's `emulate_precision_casts` (vllm_models_config.engine_env):
+by default Inductor's CPU codegen drops the bf16 rounding of the norm's output inside the
+one kernel it makes of a fused norm + int8 quant, where plain vLLM's `_C` quant reads it
+stored in bf16, and the tokens of the static model part after five steps (measured: docs/
+OPS.md, "A norm + int8 quant compiled by Inductor"). Three engine starts per model (plain
+and the two ways), each in a fresh process (conftest.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,57 @@
+"""vllm_schemas' fallback record against the installed vLLM: every op of the record that
+vLLM's CPU build registers (with arguments: its fp8 quants are stubs) takes the same
+arguments (count, types, which are written), and the CPU-spelled stand-ins of
+test/test_raise_vllm_spelling.py are its schemas word for word."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("vllm")
+
+import torch  # noqa: E402
+
+from vllm_xdsl.transforms import vllm_schemas as schemas  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_raise_vllm_spelling import CPU_SCHEMAS  # noqa: E402
+
+CPU_OPS = {"_C::rms_norm", "_C::fused_add_rms_norm", "_C::silu_and_mul", "_C::gelu_and_mul",
+           "_C::gelu_tanh_and_mul", "_C::static_scaled_int8_quant",
+           "_C::dynamic_scaled_int8_quant"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernels() -> None:
+    importlib.import_module("vllm.platforms").current_platform.import_kernels()
+
+
+def test_fallback_agrees_with_the_installed_vllm() -> None:
+    read = {name for name in schemas.SCHEMAS if schemas.installed(name) is not None}
+    assert CPU_OPS <= read, sorted(CPU_OPS - read)
+    for name in read:
+        installed = schemas.installed(name)
+        assert schemas.agrees(name, installed), (name, str(installed), schemas.SCHEMAS[name])
+        assert schemas.spelling(name) is not None
+
+
+def test_the_cpu_build_spells_the_written_output_out() -> None:
+    for name in ("_C::static_scaled_int8_quant", "_C::rms_norm", "_C::silu_and_mul"):
+        sp = schemas.spelling(name)
+        assert sp is not None and sp.written()[0] == "out"
+        assert sp.canonical["out"] == "result"  # the fallback's (CUDA build's) name
+
+
+def test_cpu_standins_are_the_installed_schemas() -> None:
+    for name, text in CPU_SCHEMAS.items():
+        want = torch._C.parse_schema(f"_C::{text}")
+        got = schemas.installed(name)
+        assert got is not None
+        assert [(a.name, str(a.type), a.alias_info is not None and a.alias_info.is_write)
+                for a in got.arguments] == \
+               [(a.name, str(a.type), a.alias_info is not None and a.alias_info.is_write)
+                for a in want.arguments], name
