@@ -20,7 +20,8 @@ variant) that computes exactly that, or left alone:
 | _C.static_scaled_fp8_quant (group_shape None) | static_scaled_fp8_quant | `x * (1 / scale)` |
 | _C.dynamic_per_token_scaled_fp8_quant | dynamic_per_token_scaled_fp8_quant | `min(absmax, ub) / FMAX`, floored, `x / s` |
 | _C.static_scaled_int8_quant (azp None) | static_scaled_int8_quant | `rn(x / scale)` |
-| _C.dynamic_scaled_int8_quant (azp None) | dynamic_per_token_scaled_int8_quant | default level: `x * (127 / absmax)` is `x / s` up to f32 ulps |
+| _C.dynamic_scaled_int8_quant (azp None), vLLM's CPU build loaded | dynamic_per_token_scaled_int8_quant{recip} | `s = absmax / 127`, `rn(x * (1 / s))` (csrc/cpu, measured bit-exact: docs/OPS.md) |
+| _C.dynamic_scaled_int8_quant (azp None), otherwise | dynamic_per_token_scaled_int8_quant | default level: CUDA's `x * (127 / absmax)` is `x / s` up to f32 ulps |
 | _C.per_token_group_fp8_quant (row-major, no ue8m0, bounds +-FMAX) | per_token_group_fp8_quant | `max(absmax, eps) / FMAX`, `x / s` |
 | _C.rms_norm_static_fp8_quant | rms_norm, static quant | the composition; fuse-norm-quant fuses it again |
 | _C.fused_add_rms_norm_static_fp8_quant | fused_add_rms_norm{rounded_sum}, static quant | as above |
@@ -69,6 +70,7 @@ from vllm_xdsl.dialects import vllm
 from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.transforms import raise_match as m
+from vllm_xdsl.transforms import vllm_schemas as schemas
 from vllm_xdsl.transforms.raise_build import build_norm, cast_op, epsilon_of, per_tensor_scale
 from vllm_xdsl.transforms.raise_route import RoutedPattern
 from vllm_xdsl.transforms.raise_vllm_call import AUTO_V1, AUTO_V2, KernelCall, read_call
@@ -137,10 +139,11 @@ def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool) -> 
 
 
 def _per_token(x: SSAValue, ub: object, q_type: Attribute, s_type: Attribute,
-               int8: bool = False) -> Operation:
+               int8: bool = False, variant: str = "") -> Operation:
     if int8:
+        props = {"variant": QuantVariantAttr.from_variant(parse_variant(variant))} if variant else {}
         return _verified(vllm.DynamicPerTokenScaledInt8QuantOp.build(
-            operands=[x, []], result_types=[q_type, s_type]))
+            operands=[x, []], result_types=[q_type, s_type], properties=props))
     ubs = [] if ub is None else [_tensor(ub)]
     return _verified(vllm.DynamicPerTokenScaledFp8QuantOp.build(
         operands=[x, ubs, []], result_types=[q_type, s_type]))
@@ -270,12 +273,16 @@ def _c_per_token_fp8(c: KernelCall) -> Raised:
     return Raised([new], {out: new.results[0], scale: new.results[1]})
 
 
-def _c_dynamic_int8(c: KernelCall, exact: bool) -> Raised:
-    out, scale = _written(c, "result"), _written(c, "scale")
-    if exact or c.args["azp"] is not None or m.dtype(out) != torch.int8:
-        raise _Skip
-    new = _per_token(_tensor(c.args["input"]), None, out.type, scale.type, int8=True)
-    return Raised([new], {out: new.results[0], scale: new.results[1]})
+def _c_dynamic_int8(cpu: bool) -> Callable[[KernelCall], Raised]:
+    """`cpu`: the CPU build's kernel, exactly `recip`; else CUDA's, the default level."""
+    def build(c: KernelCall) -> Raised:
+        out, scale = _written(c, "result"), _written(c, "scale")
+        if cpu != schemas.cpu_build() or c.args["azp"] is not None or m.dtype(out) != torch.int8:
+            raise _Skip
+        new = _per_token(_tensor(c.args["input"]), None, out.type, scale.type, int8=True,
+                         variant="recip" if cpu else "")
+        return Raised([new], {out: new.results[0], scale: new.results[1]})
+    return build
 
 
 def _c_group_fp8(c: KernelCall) -> Raised:
@@ -371,12 +378,13 @@ BUILDERS: dict[str, Callable[[KernelCall], Raised]] = {
     "_C::rms_norm_per_block_quant": _c_norm_dynamic(group=True),
     "_C::silu_and_mul_quant": _c_silu_and_mul_quant(group=False),
     "_C::silu_and_mul_per_block_quant": _c_silu_and_mul_quant(group=True),
+    "_C::dynamic_scaled_int8_quant": _c_dynamic_int8(cpu=True),
 }
 # Raised only at the default level (not bit-exact: module table).
 DEFAULT_LEVEL: dict[str, Callable[[KernelCall], Raised]] = {
     "vllm_aiter::rms_norm": _aiter_rms_norm,
     "vllm_aiter::fused_add_rms_norm": _aiter_fused_add,
-    "_C::dynamic_scaled_int8_quant": lambda c: _c_dynamic_int8(c, exact=False),
+    "_C::dynamic_scaled_int8_quant": _c_dynamic_int8(cpu=False),
 }
 
 
@@ -393,12 +401,15 @@ class RaiseVllmCall(RoutedPattern):
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
         if op.target.data not in self.TARGETS or (c := read_call(op)) is None:
             return
-        build = BUILDERS.get(c.name) or (None if self.exact else DEFAULT_LEVEL.get(c.name))
-        if build is None:
-            return
-        try:
-            raised = build(c)
-        except _Skip:
+        builders = [BUILDERS.get(c.name), None if self.exact else DEFAULT_LEVEL.get(c.name)]
+        raised = None
+        for build in filter(None, builders):
+            try:
+                raised = build(c)
+                break
+            except _Skip:
+                continue
+        if raised is None:
             return
         for r in op.results:
             if r not in raised.values and r.uses:

@@ -80,6 +80,13 @@ def installed(name: str) -> Any | None:
     return None
 
 
+def cpu_build() -> bool:
+    """vLLM's CPU build is loaded in this process (it alone registers its oneDNN GEMM): its
+    `_C` kernels compute what csrc/cpu computes, which is not always what the CUDA
+    kernels compute (raise_vllm.py's module table)."""
+    return installed("_C::onednn_scaled_mm") is not None
+
+
 def _shape(schema: Any) -> list[tuple[str, bool]]:
     return [(str(a.type), a.alias_info is not None and a.alias_info.is_write)
             for a in schema.arguments]
