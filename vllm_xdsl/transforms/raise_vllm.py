@@ -19,7 +19,7 @@ variant) that computes exactly that, or left alone:
 | _C.fatrelu_and_mul (literal threshold) | fatrelu_and_mul | `f > threshold ? f : 0`: a NaN gate gives 0, the native keeps it (OPS.md) |
 | _C.static_scaled_fp8_quant (group_shape None) | static_scaled_fp8_quant | `x * (1 / scale)` |
 | _C.dynamic_per_token_scaled_fp8_quant | dynamic_per_token_scaled_fp8_quant | `min(absmax, ub) / FMAX`, floored, `x / s` |
-| _C.static_scaled_int8_quant (azp None) | static_scaled_int8_quant | `rn(x / scale)` |
+| _C.static_scaled_int8_quant (azp None; scale of one value, any shape) | static_scaled_int8_quant | CUDA: `rn(x / scale)`; vLLM's CPU build loaded: `{recip}`, `rn(x * (1 / scale))` (measured bit-exact) |
 | _C.dynamic_scaled_int8_quant (azp None), vLLM's CPU build loaded | dynamic_per_token_scaled_int8_quant{recip} | `s = absmax / 127`, `rn(x * (1 / s))` (csrc/cpu, measured bit-exact: docs/OPS.md) |
 | _C.dynamic_scaled_int8_quant (azp None), otherwise | dynamic_per_token_scaled_int8_quant | default level: CUDA's `x * (127 / absmax)` is `x / s` up to f32 ulps |
 | _C.per_token_group_fp8_quant (row-major, no ue8m0, bounds +-FMAX) | per_token_group_fp8_quant | `max(absmax, eps) / FMAX`, `x / s` |
@@ -128,14 +128,17 @@ def _verified(op: Operation) -> Operation:
     return op
 
 
-def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool) -> list[Operation]:
+def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool,
+                  variant: str = "") -> list[Operation]:
     """The quant (last) and the reshape that makes a one-value scale the contract's [1]."""
     per_tensor = per_tensor_scale(_tensor(scale))
     if per_tensor is None:
         raise _Skip
     ops, s = per_tensor
     cls = vllm.StaticScaledInt8QuantOp if int8 else vllm.StaticScaledFp8QuantOp
-    return [*ops, _verified(cls.build(operands=[x, s, []], result_types=[q_type]))]
+    props = {"variant": QuantVariantAttr.from_variant(parse_variant(variant))} if variant else {}
+    return [*ops, _verified(cls.build(operands=[x, s, []], result_types=[q_type],
+                                      properties=props))]
 
 
 def _per_token(x: SSAValue, ub: object, q_type: Attribute, s_type: Attribute,
@@ -261,7 +264,9 @@ def _c_static(int8: bool) -> Callable[[KernelCall], Raised]:
             raise _Skip
         if int8 != (m.dtype(out) == torch.int8) or (not int8 and _fp8(out) is None):
             raise _Skip
-        new = _static_quant(_tensor(c.args["input"]), c.args["scale"], out.type, int8)
+        # csrc/cpu multiplies by the reciprocal of the scale, CUDA divides (measured)
+        variant = "recip" if int8 and schemas.cpu_build() else ""
+        new = _static_quant(_tensor(c.args["input"]), c.args["scale"], out.type, int8, variant)
         return Raised(new, {out: new[-1].results[0]})
     return build
 

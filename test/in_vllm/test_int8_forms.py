@@ -1,7 +1,11 @@
-"""vllm_schemas' fallback record against the installed vLLM: every op of the record that
-vLLM's CPU build registers (with arguments: its fp8 quants are stubs) takes the same
-arguments (count, types, which are written), and the CPU-spelled stand-ins of
-test/test_raise_vllm_spelling.py are its schemas word for word."""
+"""vLLM CPU's int8 forms with its real kernels:
+- vllm_schemas' fallback record against the installed vLLM: every op of the record that
+  vLLM's CPU build registers (with arguments: its fp8 quants are stubs) takes the same
+  arguments (count, types, which are written), and the CPU-spelled stand-ins of
+  test/test_raise_vllm_spelling.py are its schemas word for word;
+- vLLM's oneDNN-path quants after a native norm (its `_custom_ops.onednn_scaled_int8_quant`
+  forms: a 0-d static scale, dynamic per token), raised and fused, compute bit for bit
+  what its kernels compute (eager: the exported graph against the captured one)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import torch  # noqa: E402
 from vllm_xdsl.transforms import vllm_schemas as schemas  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from test_raise_vllm_spelling import CPU_SCHEMAS  # noqa: E402
+from test_raise_vllm_spelling import CPU_SCHEMAS, _compiled  # noqa: E402
 
 CPU_OPS = {"_C::rms_norm", "_C::fused_add_rms_norm", "_C::silu_and_mul", "_C::gelu_and_mul",
            "_C::gelu_tanh_and_mul", "_C::static_scaled_int8_quant",
@@ -55,3 +59,17 @@ def test_cpu_standins_are_the_installed_schemas() -> None:
                 for a in got.arguments] == \
                [(a.name, str(a.type), a.alias_info is not None and a.alias_info.is_write)
                 for a in want.arguments], name
+
+
+@pytest.mark.parametrize("v2", [True, False], ids=["v2", "v1"])
+@pytest.mark.parametrize("static", [True, False], ids=["static", "dynamic"])
+def test_real_kernels_raised_fused_and_bit_exact(static: bool, v2: bool) -> None:
+    g = torch.Generator().manual_seed(0)
+    x, attn = (torch.randn(33, 136, generator=g).to(torch.bfloat16) for _ in range(2))
+    w = torch.rand(136, generator=g).to(torch.bfloat16) + 0.5
+    seen = _compiled((x, w, attn), torch.tensor(0.03) if static else None, v2)
+    quant = ("vllm.static_scaled_int8_quant" if static
+             else "vllm.dynamic_per_token_scaled_int8_quant")
+    assert seen["raised"] == {"vllm.rms_norm": 1, quant: 2}, seen
+    assert seen["fused"] == {"vllm.rms_norm_quant": 1, quant: 1}, seen
+    assert seen["kernel_calls"] == 0 and seen["equal"] is True, seen
