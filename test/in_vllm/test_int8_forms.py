@@ -73,3 +73,25 @@ def test_real_kernels_raised_fused_and_bit_exact(static: bool, v2: bool) -> None
     assert seen["raised"] == {"vllm.rms_norm": 1, quant: 2}, seen
     assert seen["fused"] == {"vllm.rms_norm_quant": 1, quant: 1}, seen
     assert seen["kernel_calls"] == 0 and seen["equal"] is True, seen
+
+
+def test_cpu_norm_and_act_kernels_left_alone() -> None:
+    """vLLM CPU's `_C.rms_norm` and `_C.silu_and_mul` round once from f32 (raise_vllm.py's
+    module doc): read now that their `out` is read, but not raised onto our ops."""
+    from vllm_xdsl.dialects import make_context
+    from vllm_xdsl.frontend import capture, import_graph
+    from vllm_xdsl.transforms.raise_native import RaiseNativePass
+
+    def fn(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        n = torch.empty_like(x)
+        torch.ops._C.rms_norm(n, x, w, 1e-6)
+        a = torch.empty(x.shape[0], x.shape[1] // 2, dtype=x.dtype)
+        torch.ops._C.silu_and_mul(a, x)
+        return n, a
+
+    x = torch.randn(5, 128).to(torch.bfloat16)
+    module = import_graph(capture(fn, x, x[0].clone(), dynamic=False)).module
+    for name in ("_C::rms_norm", "_C::silu_and_mul"):
+        assert schemas.spelling(name) is not None
+    RaiseNativePass().apply(make_context(), module)
+    assert not any(op.name.startswith("vllm.") for op in module.walk())

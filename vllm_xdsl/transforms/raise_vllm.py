@@ -31,7 +31,10 @@ variant) that computes exactly that, or left alone:
 | _C.silu_and_mul_per_block_quant (fp8, no ub, row-major) | cast to f32, silu_and_mul, group quant `min_scale` | the product in f32; scales as above |
 | vllm_aiter.rms_norm, fused_add_rms_norm (gemma_norm False) | rms_norm, fused_add_rms_norm | default level: vLLM IR's impls, within its tolerances |
 
-Left alone: `_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
+Left alone: vLLM's CPU build's `_C.rms_norm`, `fused_add_rms_norm` and act-and-mul kernels
+(`CPU_OTHER_FUNCTION`): they round once from f32 (bf16 by truncation in `_C_AVX512`), not as
+the CUDA kernels of the rows above (backends/vllm_c/kernels.py measured it),
+`_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
 contract's floor), int8 with a zero point (`azp`: the kernel rounds before adding it),
 int8 out of the fused dynamic kernels (floored at FLT_EPSILON, the contract at 0), ue8m0
 or transposed group scales, and an argument written through a view of its base.
@@ -393,6 +396,11 @@ DEFAULT_LEVEL: dict[str, Callable[[KernelCall], Raised]] = {
 }
 
 
+CPU_OTHER_FUNCTION = frozenset({"_C::rms_norm", "_C::fused_add_rms_norm", "_C::silu_and_mul",
+                                "_C::gelu_and_mul", "_C::gelu_tanh_and_mul"})
+"""Kernels whose CPU build computes another function than the builders describe (module doc)."""
+
+
 @dataclass
 class RaiseVllmCall(RoutedPattern):
     """A vLLM op call (module table) -> the semantic ops computing what it computes."""
@@ -405,6 +413,8 @@ class RaiseVllmCall(RoutedPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
         if op.target.data not in self.TARGETS or (c := read_call(op)) is None:
+            return
+        if c.name in CPU_OTHER_FUNCTION and schemas.cpu_build():
             return
         builders = [BUILDERS.get(c.name), None if self.exact else DEFAULT_LEVEL.get(c.name)]
         raised = None
