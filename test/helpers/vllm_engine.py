@@ -62,19 +62,20 @@ def _post_grad_pass() -> dict[str, Any]:
 
 
 def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900,
-               log: Path | None = None) -> dict[str, Any]:
-    """Start one engine in a child process (fresh caches) and return its RESULT, or
-    {"error": ...} naming the exit status and the last line it printed."""
+               log: Path | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Start one engine in a child process (fresh caches, `env` added to its environment)
+    and return its RESULT, or {"error": ...} naming the exit status and the last line it
+    printed."""
     if way not in WAYS:
         raise ValueError(f"unknown way {way!r}; known: {', '.join(WAYS)}")
     with tempfile.TemporaryDirectory(prefix=f"vllm-engine-{way}-") as tmp:
-        env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        child_env = {**os.environ, **(env or {}), "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
                "VLLM_CACHE_ROOT": f"{tmp}/vllm", "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
                "VLLM_XDSL_CACHE_DIR": f"{tmp}/xdsl"}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--checkpoint", str(checkpoint),
                "--way", way, "--tokens", str(tokens)]
         try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+            proc = subprocess.run(cmd, env=child_env, capture_output=True, text=True,
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"no result within {timeout:.0f} s"}

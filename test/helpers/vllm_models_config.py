@@ -2,6 +2,16 @@
 
 One place for their shapes so the side-by-side benchmark and the in-vLLM tests build the
 same models: hidden 128, 2 layers, 4 heads of 32, vocabulary 256, bf16.
+
+INT8 adds compressed-tensors W8A8 int8 Llamas written by hand (`write_int8_checkpoint`):
+int8 weights with per-channel `weight_scale`, and per-tensor `input_scale` for static
+activations. vLLM's CPU kernel (`CPUInt8ScaledMMLinearKernel`) takes its AMX path, the quant
+inside `_C.int8_scaled_mm_with_quant`, where K % 32 == 0 and N % 16 == 0
+(`model_executor/layers/utils.py::check_cpu_sgl_kernel`), and otherwise quantizes with
+`_C.static_scaled_int8_quant` / `_C.dynamic_scaled_int8_quant` and multiplies with
+`_C.onednn_scaled_mm`: hidden 136 and intermediate 264 put every projection (K = 136, 128
+or 264, N = 3 * 128, 136, 2 * 264 or 136) off the AMX rule, hidden 128 / intermediate 256
+every one on it.
 """
 
 from __future__ import annotations
@@ -55,6 +65,93 @@ MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
+ONEDNN_SHAPES: dict[str, Any] = {"hidden_size": 136, "intermediate_size": 264}
+"""No projection meets the AMX rule (module doc): each one quantizes in its own `_C` call."""
+
+# name -> (activations dynamic per token, vLLM's kernel path, overrides of COMMON)
+INT8: dict[str, tuple[bool, str, dict[str, Any]]] = {
+    "llama_int8_static": (False, "onednn", ONEDNN_SHAPES),
+    "llama_int8_dynamic": (True, "onednn", ONEDNN_SHAPES),
+    "llama_int8_amx": (True, "amx", {}),
+}
+INT8_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+EAGER_ROUNDING = {"TORCHINDUCTOR_EMULATE_PRECISION_CASTS": "1"}
+"""Inductor keeps every rounding of the graph (docs/OPS.md, "A norm + int8 quant compiled
+by Inductor"): without it, a fused norm + int8 quant lowered into one Inductor kernel reads
+the norm unrounded, where plain vLLM's `_C` quant reads it stored in bf16, and greedy tokens
+of these random models part after a few steps. Plain vLLM's tokens are the same with and
+without it (measured)."""
+
+
+def engine_env(name: str) -> dict[str, str]:
+    """The environment an engine of model `name` runs in, plain and ours alike."""
+    return dict(EAGER_ROUNDING) if name in INT8 and INT8[name][1] == "onednn" else {}
+
+
+def int8_quant_sites(name: str) -> int:
+    """The activation quants in the graph of one forward of INT8 model `name`: on the oneDNN
+    path one per projection vLLM runs (q, k, v merged into one; gate and up into one), four
+    per layer; on the AMX path none (each inside its GEMM)."""
+    if name not in INT8:
+        raise ValueError(f"unknown int8 model {name!r}; known: {', '.join(INT8)}")
+    return 4 * COMMON["num_hidden_layers"] if INT8[name][1] == "onednn" else 0
+
+
+def write_int8_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
+    """A compressed-tensors W8A8 int8 Llama (INT8[name]) under `directory` (reused when
+    present): the random bf16 Llama's projections rounded to int8 per output channel
+    (`weight_scale = absmax / 127`), and for static activations one `input_scale` per
+    projection (the same for the projections vLLM merges, which it reduces to their max)."""
+    if name not in INT8:
+        raise ValueError(f"unknown int8 model {name!r}; known: {', '.join(INT8)}")
+    directory = Path(directory)
+    if (directory / "config.json").exists():
+        return directory
+    import json
+
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    dynamic, _, overrides = INT8[name]
+    config = transformers.LlamaConfig(**{**COMMON, **overrides})
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    tensors: dict[str, torch.Tensor] = {}
+    for key, value in model.state_dict().items():
+        module, _, leaf = key.rpartition(".")
+        if leaf == "weight" and module.rsplit(".", 1)[-1] in INT8_PROJECTIONS:
+            w = value.float()
+            scale = (w.abs().amax(-1, keepdim=True) / 127.0).clamp(min=1e-8)
+            tensors[key] = torch.round(w / scale).clamp(-128, 127).to(torch.int8)
+            tensors[f"{module}.weight_scale"] = scale
+            if not dynamic:  # activations of these random models stay within a few units
+                tensors[f"{module}.input_scale"] = torch.tensor([4.0 / 127.0])
+        else:
+            tensors[key] = value.contiguous()
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(directory / "model.safetensors"))
+    int8 = {"num_bits": 8, "type": "int", "symmetric": True}
+    quant = {
+        "quant_method": "compressed-tensors",
+        "format": "int-quantized",
+        "quantization_status": "compressed",
+        "ignore": ["lm_head"],
+        "config_groups": {"group_0": {
+            "targets": ["Linear"],
+            "weights": {**int8, "strategy": "channel", "dynamic": False},
+            "input_activations": {**int8, "strategy": "token" if dynamic else "tensor",
+                                  "dynamic": dynamic},
+        }},
+    }
+    config_dict = config.to_dict()
+    config_dict["quantization_config"] = quant
+    (directory / "config.json").write_text(json.dumps(config_dict, indent=1))
+    return directory
+
+
 def expected_sites(name: str) -> dict[str, int]:
     """The norm, residual-add and act-and-mul sites of one forward of vLLM's model `name`
     (vllm/model_executor/models/<name>.py), counted from the config as the corpus counts
@@ -77,7 +174,10 @@ def expected_sites(name: str) -> dict[str, int]:
 
 
 def write_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
-    """Save the random checkpoint of model `name` under `directory` (reused when present)."""
+    """Save the random checkpoint of model `name` (MODELS or INT8) under `directory` (reused
+    when present)."""
+    if name in INT8:
+        return write_int8_checkpoint(name, directory, seed)
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
     directory = Path(directory)

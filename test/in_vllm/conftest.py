@@ -31,7 +31,7 @@ def vllm_engine(tmp_path_factory: pytest.TempPathFactory) -> EngineRun:
     """run(model, way) -> helpers.vllm_engine.run_engine's result for a checkpoint of
     helpers.vllm_models_config.MODELS[model]; each (model, way) starts once per session."""
     from helpers.vllm_engine import run_engine
-    from helpers.vllm_models_config import write_checkpoint
+    from helpers.vllm_models_config import engine_env, write_checkpoint
 
     root = tmp_path_factory.mktemp("vllm")
     done: dict[tuple[str, str], dict[str, Any]] = {}
@@ -39,7 +39,7 @@ def vllm_engine(tmp_path_factory: pytest.TempPathFactory) -> EngineRun:
     def run(model: str, way: str) -> dict[str, Any]:
         if (model, way) not in done:
             checkpoint = write_checkpoint(model, root / "checkpoints" / model)
-            done[model, way] = run_engine(checkpoint, way,
+            done[model, way] = run_engine(checkpoint, way, env=engine_env(model),
                                           log=root / "logs" / f"{model}-{way}.log")
         return done[model, way]
 

@@ -5,7 +5,7 @@ norm, residual add and act-and-mul site is raised. Four engine starts in all (pl
 backend under mode 2, the post-grad pass in vLLM's default CPU config, and the backend with
 vLLM IR's torch wrap on, whose graph spells the norms as `torch.ops.vllm_ir.*` nodes), each
 in a fresh process with empty caches (conftest.py). The post-grad pass with the wrap on
-(bench/vllm_engine.py's `post_grad_ir`) sees the same ops under `auto_functionalized`, the
+(test/helpers/vllm_engine.py's `post_grad_ir`) sees the same ops under `auto_functionalized`, the
 form the main suite tests (test_raise_vllm.py); it costs one more start, so it is run from
 bench/vllm_models_table.py, not here."""
 

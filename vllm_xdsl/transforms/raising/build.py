@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import Float64Type, FloatAttr, IntAttr, TensorType, U
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from vllm_xdsl.dialects.torch import CallOp, DtypeAttr, OperandRefAttr
+from vllm_xdsl.dialects.torch_literals import to_attr
 from vllm_xdsl.dialects.types import ir_element_type
 from vllm_xdsl.dialects.vllm import FusedAddRmsNormOp, NormOp, RmsNormOp
 from vllm_xdsl.transforms.raising import match as m
@@ -87,3 +88,21 @@ def cast_op(value: SSAValue, dt: torch.dtype) -> CallOp:
         [OperandRefAttr(IntAttr(0)), DtypeAttr(ir_element_type(dt))],
         [TensorType(ir_element_type(dt), t.get_shape())],
     )
+
+
+def per_tensor_scale(value: SSAValue) -> tuple[list[Operation], SSAValue] | None:
+    """`value` as the [1] tensor of a per-tensor scale (a reshape when it holds one value in
+    another shape: vLLM's CPU int8 path passes `input_scale.max()`, a 0-d tensor), or None
+    when it holds more than one value (or an unknown number)."""
+    t = value.type
+    if not isinstance(t, TensorType):
+        return None
+    shape = t.get_shape()
+    if shape == (1,):
+        return [], value
+    if any(d != 1 for d in shape):  # a dynamic dim (-1) may hold more than one value
+        return None
+    reshape = CallOp("aten::reshape.default", [value],
+                     [OperandRefAttr(IntAttr(0)), to_attr([1])],
+                     [TensorType(t.element_type, (1,))])
+    return [reshape], reshape.results[0]

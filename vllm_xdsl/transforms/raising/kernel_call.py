@@ -46,20 +46,21 @@ def _name_of_overload(attr: Any) -> str | None:
 
 def read_call(op: CallOp) -> KernelCall | None:
     """The call `op` makes, if it is a vLLM op of SCHEMAS (None otherwise, or when a
-    functionalized argument is a slice or strided view of its base: its new contents are
-    not a value)."""
+    functionalized argument is a view of its base: its new contents are not a value).
+    Arguments are named as in SCHEMAS, whatever the schema the graph was traced with calls
+    them (vllm_schemas.spelling)."""
     target = op.target.data
     if target in (AUTO_V1, AUTO_V2):
         if len(op.args.data) != 1 or (name := _name_of_overload(op.args.data[0])) is None:
             return None
-        if name not in schemas.SCHEMAS:
+        if name not in schemas.SCHEMAS or (sp := schemas.spelling(name)) is None:
             return None
         kw = {k: m.arg(op, 99, k) for k in m.kwarg_names(op)}
         n_out = max(schemas.return_count(name), 1)
         returned, rest = list(op.results[:n_out]), list(op.results[n_out:])
         written: dict[str, SSAValue] = {}
         if target == AUTO_V1:
-            names = schemas.written_names(name)
+            names = sp.written()
             if len(rest) != len(names):
                 return None
             written = dict(zip(names, rest, strict=True))
@@ -67,37 +68,47 @@ def read_call(op: CallOp) -> KernelCall | None:
             bases = kw.pop("_all_bases", None)
             if not isinstance(bases, list) or len(rest) != len(bases):
                 return None
-            for arg_name in schemas.written_names(name):
-                if any(f"_{arg_name}_{k}" in kw for k in ("size", "stride", "storage_offset")):
+            for arg_name in sp.written():
+                if any(f"_{arg_name}_{k}" in kw for k in VIEW_KEYS):
                     return None
                 # `_x_alias`: x is a view of its base with the base's size, stride and
-                # offset (torch's AliasViewInfo regenerates it as `aten.alias(base)`), so
-                # it holds the base's contents, before the call and after. vLLM's engine
-                # passes such views (a linear's output read back through a view of its
-                # `torch.empty` buffer). A slice (`_x_slice_*`) stays unknown to `_bind`.
-                if kw.get(f"_{arg_name}_alias") is True:
-                    del kw[f"_{arg_name}_alias"]
+                # offset (torch 2.13 records it so; its AliasViewInfo regenerates it as
+                # `aten.alias(base)`), so it holds the base's contents, before the call and
+                # after. vLLM's engine passes such views (a linear's output read back
+                # through a view of its `torch.empty` buffer).
+                if kw.pop(f"_{arg_name}_alias", True) is not True:
+                    return None
                 index = kw.pop(f"_{arg_name}_base_index", None)
                 if index is None:
                     kw[arg_name] = None
                     continue
                 kw[arg_name] = bases[index]
                 written[arg_name] = rest[index]
-        args = _bind(name, kw)
-        return None if args is None else KernelCall(op, name, args, returned, written)
+        args = _bind(sp, kw)
+        if args is None:
+            return None
+        written = {sp.canonical[k]: v for k, v in written.items()}
+        return KernelCall(op, name, args, returned, written)
     name = schemas.qualified(target)
-    if name not in schemas.SCHEMAS or schemas.written_names(name):
+    if name not in schemas.SCHEMAS or (sp := schemas.spelling(name)) is None or sp.written():
         return None  # an op that writes must reach here functionalized
-    names = schemas.argument_names(name)
-    kw = {k: m.arg(op, i, k) for i, k in enumerate(names)}
+    kw = {k: m.arg(op, i, k) for i, k in enumerate(sp.names())}
     kw = {k: v for k, v in kw.items() if v is not m.MISSING}
-    args = _bind(name, kw)
+    args = _bind(sp, kw)
     return None if args is None else KernelCall(op, name, args, list(op.results), {})
 
 
-def _bind(name: str, given: dict[str, Any]) -> dict[str, Any] | None:
-    names = schemas.argument_names(name)
+VIEW_KEYS = ("size", "stride", "storage_offset", "slice_dim", "slice_start", "slice_end")
+"""auto_functionalized_v2's keywords of an argument written through a view of its base."""
+
+
+def _bind(sp: schemas.Spelling, given: dict[str, Any]) -> dict[str, Any] | None:
+    """The call's arguments by SCHEMAS' names, defaults filled in; None where the call
+    names an argument the schema lacks or omits one without a default."""
+    names = sp.names()
     if set(given) - set(names):
         return None
-    args = {**schemas.defaults(name), **given}
-    return args if set(args) == set(names) else None
+    args = {**sp.defaults(), **given}
+    if set(args) != set(names):
+        return None
+    return {sp.canonical[k]: v for k, v in args.items()}

@@ -19,8 +19,9 @@ variant) that computes exactly that, or left alone:
 | _C.fatrelu_and_mul (literal threshold) | fatrelu_and_mul | `f > threshold ? f : 0`: a NaN gate gives 0, the native keeps it (OPS.md) |
 | _C.static_scaled_fp8_quant (group_shape None) | static_scaled_fp8_quant | `x * (1 / scale)` |
 | _C.dynamic_per_token_scaled_fp8_quant | dynamic_per_token_scaled_fp8_quant | `min(absmax, ub) / FMAX`, floored, `x / s` |
-| _C.static_scaled_int8_quant (azp None) | static_scaled_int8_quant | `rn(x / scale)` |
-| _C.dynamic_scaled_int8_quant (azp None) | dynamic_per_token_scaled_int8_quant | default level: `x * (127 / absmax)` is `x / s` up to f32 ulps |
+| _C.static_scaled_int8_quant (azp None; scale of one value, any shape) | static_scaled_int8_quant | CUDA: `rn(x / scale)`; vLLM's CPU build loaded: `{recip}`, `rn(x * (1 / scale))` (measured bit-exact) |
+| _C.dynamic_scaled_int8_quant (azp None), vLLM's CPU build loaded | dynamic_per_token_scaled_int8_quant{recip} | `s = absmax / 127`, `rn(x * (1 / s))` (csrc/cpu, measured bit-exact: docs/OPS.md) |
+| _C.dynamic_scaled_int8_quant (azp None), otherwise | dynamic_per_token_scaled_int8_quant | default level: CUDA's `x * (127 / absmax)` is `x / s` up to f32 ulps |
 | _C.per_token_group_fp8_quant (row-major, no ue8m0, bounds +-FMAX) | per_token_group_fp8_quant | `max(absmax, eps) / FMAX`, `x / s` |
 | _C.rms_norm_static_fp8_quant | rms_norm, static quant | the composition; fuse-norm-quant fuses it again |
 | _C.fused_add_rms_norm_static_fp8_quant | fused_add_rms_norm{rounded_sum}, static quant | as above |
@@ -30,7 +31,10 @@ variant) that computes exactly that, or left alone:
 | _C.silu_and_mul_per_block_quant (fp8, no ub, row-major) | cast to f32, silu_and_mul, group quant `min_scale` | the product in f32; scales as above |
 | vllm_aiter.rms_norm, fused_add_rms_norm (gemma_norm False) | rms_norm, fused_add_rms_norm | default level: vLLM IR's impls, within its tolerances |
 
-Left alone: `_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
+Left alone: vLLM's CPU build's `_C.rms_norm`, `fused_add_rms_norm` and act-and-mul kernels
+(`CPU_OTHER_FUNCTION`): they round once from f32 (bf16 by truncation in `_C_AVX512`), not as
+the CUDA kernels of the rows above (backends/vllm_c/kernels.py measured it),
+`_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
 contract's floor), int8 with a zero point (`azp`: the kernel rounds before adding it),
 int8 out of the fused dynamic kernels (floored at FLT_EPSILON, the contract at 0), ue8m0
 or transposed group scales, and an argument written through a view of its base.
@@ -70,7 +74,8 @@ from vllm_xdsl.dialects.torch import CallOp
 from vllm_xdsl.dialects.vllm_attrs import QuantVariantAttr
 from vllm_xdsl.transforms.ir.routing import RoutedPattern
 from vllm_xdsl.transforms.raising import match as m
-from vllm_xdsl.transforms.raising.build import build_norm, cast_op, epsilon_of
+from vllm_xdsl.transforms.raising import vllm_schemas as schemas
+from vllm_xdsl.transforms.raising.build import build_norm, cast_op, epsilon_of, per_tensor_scale
 from vllm_xdsl.transforms.raising.kernel_call import AUTO_V1, AUTO_V2, KernelCall, read_call
 
 F32 = torch.float32
@@ -126,16 +131,25 @@ def _verified(op: Operation) -> Operation:
     return op
 
 
-def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool) -> Operation:
+def _static_quant(x: SSAValue, scale: object, q_type: Attribute, int8: bool,
+                  variant: str = "") -> list[Operation]:
+    """The quant (last) and the reshape that makes a one-value scale the contract's [1]."""
+    per_tensor = per_tensor_scale(_tensor(scale))
+    if per_tensor is None:
+        raise _Skip
+    ops, s = per_tensor
     cls = vllm.StaticScaledInt8QuantOp if int8 else vllm.StaticScaledFp8QuantOp
-    return _verified(cls.build(operands=[x, _tensor(scale), []], result_types=[q_type]))
+    props = {"variant": QuantVariantAttr.from_variant(parse_variant(variant))} if variant else {}
+    return [*ops, _verified(cls.build(operands=[x, s, []], result_types=[q_type],
+                                      properties=props))]
 
 
 def _per_token(x: SSAValue, ub: object, q_type: Attribute, s_type: Attribute,
-               int8: bool = False) -> Operation:
+               int8: bool = False, variant: str = "") -> Operation:
     if int8:
+        props = {"variant": QuantVariantAttr.from_variant(parse_variant(variant))} if variant else {}
         return _verified(vllm.DynamicPerTokenScaledInt8QuantOp.build(
-            operands=[x, []], result_types=[q_type, s_type]))
+            operands=[x, []], result_types=[q_type, s_type], properties=props))
     ubs = [] if ub is None else [_tensor(ub)]
     return _verified(vllm.DynamicPerTokenScaledFp8QuantOp.build(
         operands=[x, ubs, []], result_types=[q_type, s_type]))
@@ -253,8 +267,10 @@ def _c_static(int8: bool) -> Callable[[KernelCall], Raised]:
             raise _Skip
         if int8 != (m.dtype(out) == torch.int8) or (not int8 and _fp8(out) is None):
             raise _Skip
-        new = _static_quant(_tensor(c.args["input"]), c.args["scale"], out.type, int8)
-        return Raised([new], {out: new.results[0]})
+        # csrc/cpu multiplies by the reciprocal of the scale, CUDA divides (measured)
+        variant = "recip" if int8 and schemas.cpu_build() else ""
+        new = _static_quant(_tensor(c.args["input"]), c.args["scale"], out.type, int8, variant)
+        return Raised(new, {out: new[-1].results[0]})
     return build
 
 
@@ -265,12 +281,16 @@ def _c_per_token_fp8(c: KernelCall) -> Raised:
     return Raised([new], {out: new.results[0], scale: new.results[1]})
 
 
-def _c_dynamic_int8(c: KernelCall, exact: bool) -> Raised:
-    out, scale = _written(c, "result"), _written(c, "scale")
-    if exact or c.args["azp"] is not None or m.dtype(out) != torch.int8:
-        raise _Skip
-    new = _per_token(_tensor(c.args["input"]), None, out.type, scale.type, int8=True)
-    return Raised([new], {out: new.results[0], scale: new.results[1]})
+def _c_dynamic_int8(cpu: bool) -> Callable[[KernelCall], Raised]:
+    """`cpu`: the CPU build's kernel, exactly `recip`; else CUDA's, the default level."""
+    def build(c: KernelCall) -> Raised:
+        out, scale = _written(c, "result"), _written(c, "scale")
+        if cpu != schemas.cpu_build() or c.args["azp"] is not None or m.dtype(out) != torch.int8:
+            raise _Skip
+        new = _per_token(_tensor(c.args["input"]), None, out.type, scale.type, int8=True,
+                         variant="recip" if cpu else "")
+        return Raised([new], {out: new.results[0], scale: new.results[1]})
+    return build
 
 
 def _c_group_fp8(c: KernelCall) -> Raised:
@@ -304,8 +324,8 @@ def _c_silu_and_mul_quant(group: bool) -> Callable[[KernelCall], Raised]:
             return Raised([*cast, act, qop], {q: qop.results[0], s: qop.results[1]})
         out = _written(c, "result")
         _fp8(out)
-        qop = _static_quant(act.results[0], a["scale"], out.type, int8=False)
-        return Raised([*cast, act, qop], {out: qop.results[0]})
+        qops = _static_quant(act.results[0], a["scale"], out.type, int8=False)
+        return Raised([*cast, act, *qops], {out: qops[-1].results[0]})
     return build
 
 
@@ -316,11 +336,11 @@ def _c_norm_static_fp8(residual: bool) -> Callable[[KernelCall], Raised]:
         x = _tensor(a["input"])
         r = _tensor(a["residual"]) if residual else None
         n = _norm(c, x, r, a["weight"], a["epsilon"], x.type, same_dtype=True, rounded=residual)
-        qop = _static_quant(n.results[0], a["scale"], out.type, int8=False)
-        values = {out: qop.results[0]}
+        qops = _static_quant(n.results[0], a["scale"], out.type, int8=False)
+        values = {out: qops[-1].results[0]}
         if residual:
             values[_written(c, "residual")] = n.results[1]
-        return Raised([n, qop], values)
+        return Raised([n, *qops], values)
     return build
 
 
@@ -366,13 +386,19 @@ BUILDERS: dict[str, Callable[[KernelCall], Raised]] = {
     "_C::rms_norm_per_block_quant": _c_norm_dynamic(group=True),
     "_C::silu_and_mul_quant": _c_silu_and_mul_quant(group=False),
     "_C::silu_and_mul_per_block_quant": _c_silu_and_mul_quant(group=True),
+    "_C::dynamic_scaled_int8_quant": _c_dynamic_int8(cpu=True),
 }
 # Raised only at the default level (not bit-exact: module table).
 DEFAULT_LEVEL: dict[str, Callable[[KernelCall], Raised]] = {
     "vllm_aiter::rms_norm": _aiter_rms_norm,
     "vllm_aiter::fused_add_rms_norm": _aiter_fused_add,
-    "_C::dynamic_scaled_int8_quant": lambda c: _c_dynamic_int8(c, exact=False),
+    "_C::dynamic_scaled_int8_quant": _c_dynamic_int8(cpu=False),
 }
+
+
+CPU_OTHER_FUNCTION = frozenset({"_C::rms_norm", "_C::fused_add_rms_norm", "_C::silu_and_mul",
+                                "_C::gelu_and_mul", "_C::gelu_tanh_and_mul"})
+"""Kernels whose CPU build computes another function than the builders describe (module doc)."""
 
 
 @dataclass
@@ -388,12 +414,17 @@ class RaiseVllmCall(RoutedPattern):
     def match_and_rewrite(self, op: CallOp, rewriter: PatternRewriter) -> None:
         if op.target.data not in self.TARGETS or (c := read_call(op)) is None:
             return
-        build = BUILDERS.get(c.name) or (None if self.exact else DEFAULT_LEVEL.get(c.name))
-        if build is None:
+        if c.name in CPU_OTHER_FUNCTION and schemas.cpu_build():
             return
-        try:
-            raised = build(c)
-        except _Skip:
+        builders = [BUILDERS.get(c.name), None if self.exact else DEFAULT_LEVEL.get(c.name)]
+        raised = None
+        for build in filter(None, builders):
+            try:
+                raised = build(c)
+                break
+            except _Skip:
+                continue
+        if raised is None:
             return
         for r in op.results:
             if r not in raised.values and r.uses:

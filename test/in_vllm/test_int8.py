@@ -1,0 +1,93 @@
+"""Compressed-tensors W8A8 int8 checkpoints written by hand (test/helpers/vllm_models_config.py
+INT8) inside vLLM's engine, through both ways in.
+
+vLLM's CPU kernel for them (`CPUInt8ScaledMMLinearKernel`) has two paths:
+- oneDNN (a projection off the AMX rule K % 32 == 0, N % 16 == 0): `_C.static_scaled_int8_quant`
+  (the scale a 0-d tensor) or `_C.dynamic_scaled_int8_quant` into a buffer, then
+  `_C.onednn_scaled_mm`: every quant is raised, every norm->quant and act->quant pair fused;
+- AMX: `_C.int8_scaled_mm_with_quant` quantizes inside the GEMM: no quant in the graph, the
+  norms and acts are raised as in an unquantized model.
+No graph falls back, and each way's greedy tokens equal plain vLLM's (the dynamic model's
+do not yet: an open difference, marked where it is asserted). The oneDNN models run
+(plain vLLM too) with Inductor's `emulate_precision_casts` (vllm_models_config.engine_env):
+by default Inductor's CPU codegen drops the bf16 rounding of the norm's output inside the
+one kernel it makes of a fused norm + int8 quant, where plain vLLM's `_C` quant reads it
+stored in bf16, and the tokens of the static model part after five steps (measured: docs/
+OPS.md, "A norm + int8 quant compiled by Inductor"). Three engine starts per model (plain
+and the two ways), each in a fresh process (conftest.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm")
+
+from helpers.vllm_models_config import (  # noqa: E402
+    COMMON,
+    expected_sites,
+    int8_quant_sites,
+)
+
+WAYS_IN = ("backend", "post_grad")
+ONEDNN = ("llama_int8_static", "llama_int8_dynamic")
+
+
+def _run(vllm_engine: Any, model: str, way: str) -> dict[str, Any]:
+    result: dict[str, Any] = vllm_engine(model, way)
+    if "error" in result:
+        pytest.fail(f"{model} through {way}: the engine failed: {result['error']}")
+    return result
+
+
+def _checked(vllm_engine: Any, model: str, way: str) -> dict[str, Any]:
+    ours = _run(vllm_engine, model, way)
+    assert ours["warnings"] == [] and ours["fallbacks"] == 0, ours["warnings"]
+    assert ours["graphs"], "no graph was compiled by our pipeline"
+    return ours
+
+
+DYNAMIC_TOKENS = pytest.mark.xfail(reason=(
+    "open: measured 2026-12-06, prompt 1's third greedy token differs from plain vLLM's "
+    "(both ways, default and eager rounding alike; prompt 2 equal), though the raised "
+    "quants and fused ops compute vLLM's kernels bit for bit in eager and under Inductor "
+    "(test_int8_forms.py, bench/int8_norm_quant_rounding.py): not located yet"), strict=False)
+
+
+@pytest.mark.parametrize("way", WAYS_IN)
+@pytest.mark.parametrize("model", [
+    "llama_int8_static",
+    pytest.param("llama_int8_dynamic", marks=DYNAMIC_TOKENS),
+    "llama_int8_amx",
+])
+def test_tokens_equal_plain_vllm(vllm_engine: Any, model: str, way: str) -> None:
+    ours = _checked(vllm_engine, model, way)
+    assert ours["tokens"] == _run(vllm_engine, model, "plain")["tokens"]
+
+
+@pytest.mark.parametrize("way", WAYS_IN)
+@pytest.mark.parametrize("model", ONEDNN)
+def test_onednn_path_every_quant_raised_and_fused(vllm_engine: Any, model: str,
+                                                  way: str) -> None:
+    ours = _checked(vllm_engine, model, way)
+    layers = COMMON["num_hidden_layers"]
+    want = {**expected_sites("llama"), "quant": int8_quant_sites(model),
+            # per layer: input norm -> qkv, post-attention norm -> gate_up, act -> down
+            "pairs": 3 * layers}
+    for graph in ours["graphs"]:
+        assert graph["sites"] == want, graph
+        quants = {k: v for k, v in graph["fused"].items() if k.endswith("_quant")}
+        # Only the o_proj inputs (the attention's output) stay unfused quants.
+        unfused = "vllm.static_scaled_int8_quant" if model.endswith("static") else \
+            "vllm.dynamic_per_token_scaled_int8_quant"
+        assert quants.get(unfused) == layers, graph["fused"]
+
+
+@pytest.mark.parametrize("way", WAYS_IN)
+def test_amx_path_quant_inside_the_gemm(vllm_engine: Any, way: str) -> None:
+    ours = _checked(vllm_engine, "llama_int8_amx", way)
+    want = {**expected_sites("llama"), "quant": int8_quant_sites("llama_int8_amx"), "pairs": 0}
+    for graph in ours["graphs"]:
+        assert graph["sites"] == want, graph
