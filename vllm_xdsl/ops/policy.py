@@ -26,7 +26,9 @@ AUTO = "auto"
 PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
     "cuda": ("cuda", "triton", "native"),
     "rocm": ("rocm", "triton", "native"),
-    "cpu": ("native",),
+    # The host build of the kernel family where it can be built (measured faster than the
+    # natives under Inductor and than vLLM's CPU kernels: bench/RESULTS.md, cpu_kernels.py).
+    "cpu": ("cpu", "native"),
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*!?\Z")
 
