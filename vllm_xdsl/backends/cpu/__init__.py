@@ -11,7 +11,9 @@ library is built just in time with g++ -march=native into VLLM_XDSL_CACHE_DIR (b
 
 from __future__ import annotations
 
-PROVIDER = "cpu"
+from typing import Final, Literal
+
+PROVIDER: Final[Literal["cpu"]] = "cpu"
 
 
 def register() -> None:

@@ -25,6 +25,7 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+@functools.cache
 def isa_key() -> str:
     """The arch name of the build: -march=native compiles for this CPU's flags, so a cache
     shared with another CPU never hands it a library built for other instructions."""

@@ -299,6 +299,7 @@ def _library(vendor: Vendor, archs: tuple[str, ...]) -> L.KernelLibrary:
     return L.load_library(vendor, archs)
 
 
+@functools.cache
 def _host_library() -> L.KernelLibrary:
     from vllm_xdsl.backends.cpu.host import isa_key
 

@@ -209,8 +209,12 @@ def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..
 
 @functools.cache
 def launchers(vendor: Vendor) -> SimpleNamespace:
-    """Functions with the native signatures calling the ops (what the registry holds)."""
-    t = define(vendor)
+    """Functions with the native signatures calling the ops (what the registry holds).
+
+    The cpu kernels are called directly, not through their torch ops: a host kernel of a
+    few µs would spend more in the torch op's dispatch than in itself (eager calls; the
+    torch ops still serve compiled graphs, define("cpu"))."""
+    t = define(vendor, Kernels(vendor)) if vendor == "cpu" else define(vendor)
     fns = {name: _with_native_signature(getattr(t, name), name) for name in vars(t)
            if not name.endswith("_")}
 

@@ -64,10 +64,32 @@ __m512i bf16_bits(__m512 v) {
 
 constexpr int kToNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
+// 16 bf16 codes of v, rounded to nearest even. AVX512-BF16's conversion does that in one
+// instruction but flushes denormal inputs to zero: lanes with a denormal (rare) take the
+// integer rounding instead, so the result is vx_float_to_bf16's in every lane.
+__m256i bf16_codes(__m512 v) {
+#ifdef __AVX512BF16__
+  __m256i r = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+  const __m512i u = _mm512_castps_si512(v);
+  const __mmask16 denormal = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)) &
+                             _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x007fffff));
+  if (__builtin_expect(denormal != 0, 0))
+    r = _mm256_mask_mov_epi16(r, denormal,
+                              _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_bits(v), 16)));
+  return r;
+#else
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_bits(v), 16));
+#endif
+}
+
+__m512 bf16_widen(__m256i codes) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(codes), 16));
+}
+
 // The value v takes once stored in dtype T (a rounding point of the contract).
 template <typename T> __m512 vround(__m512 v) {
   if constexpr (std::is_same_v<T, bf16_t>) {
-    return _mm512_castsi512_ps(bf16_bits(v));
+    return bf16_widen(bf16_codes(v));
   } else if constexpr (std::is_same_v<T, f16_t>) {
     return _mm512_cvtph_ps(_mm512_cvtps_ph(v, kToNearest));
   } else {
@@ -77,11 +99,21 @@ template <typename T> __m512 vround(__m512 v) {
 
 template <typename T> void vstore(T* p, __m512 v, __mmask16 m) {
   if constexpr (std::is_same_v<T, bf16_t>) {
-    _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_bits(v), 16)));
+    _mm256_mask_storeu_epi16(p, m, bf16_codes(v));
   } else if constexpr (std::is_same_v<T, f16_t>) {
     _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, kToNearest));
   } else {
     _mm512_mask_storeu_ps(p, m, v);
+  }
+}
+
+// Store v, already a value of T (vround<T>): bf16 keeps the high halves, no rounding left.
+template <typename T> void vstore_exact(T* p, __m512 v, __mmask16 m) {
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    _mm256_mask_storeu_epi16(
+        p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+  } else {
+    vstore<T>(p, v, m);
   }
 }
 
@@ -168,6 +200,25 @@ template <int PROD> __m512 vactivation(__m512 a) {
   }
 }
 
+// RN(x / s), the division the contract writes, without a division (one vdivps is several
+// times the cost of the rest of a quant step): with inv = RN(1 / s), y = RN(x * inv) is
+// within an ulp of x / s, r = x - y * s is exact (one fma), and RN(y + r * inv) is the
+// correctly rounded quotient (Markstein's theorem). It needs s and 1 / s normal (the caller
+// checks: quotient_exact) and a finite y; where y is inf, NaN or zero, y is x / s already
+// (the fma would lose a zero's sign; a quotient that underflows quantizes to 0 either way).
+__m512 vquot(__m512 x, __m512 s, __m512 inv) {
+  const __m512 y = _mm512_mul_ps(x, inv);
+  const __m512 r = _mm512_fnmadd_ps(y, s, x);
+  const __m512 q = _mm512_fmadd_ps(r, inv, y);
+  const __mmask16 special = _mm512_fpclass_ps_mask(y, 0x9f);  // NaN, inf or a signed zero
+  return _mm512_mask_mov_ps(q, special, y);
+}
+
+bool quotient_exact(float s) {
+  const float a = fabsf(s);
+  return a > 1.2e-38f && a < 8.0e37f;  // s and 1 / s both normal
+}
+
 float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
 // absmax of buf[b, e) keeping NaN (vx_max_nan over the values).
@@ -208,7 +259,7 @@ void produce(const Params& p, int64_t row, float* buf) {
       const __mmask16 m = lanes(H - i);
       const __m512 a = vround<T>(vactivation<PROD>(vload<T>(x + i, m)));
       const __m512 y = vround<T>(_mm512_mul_ps(a, vload<T>(u + i, m)));
-      if constexpr (SCHEME == S_NONE) vstore<T>(out + i, y, m);
+      if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + i, y, m);
       else _mm512_mask_storeu_ps(buf + i, m, y);
     }
   } else {
@@ -220,29 +271,41 @@ void produce(const Params& p, int64_t row, float* buf) {
     // read before anything is written, so out / residual_out may alias x / residual.
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     const int64_t vs = p.var_size;
-    for (int64_t i = 0; i < H; i += L) {
-      const __mmask16 m = lanes(H - i);
+    auto input = [&](int64_t i, __mmask16 m) {
       __m512 s = vload<T>(x + i, m);
       if constexpr (PROD == P_ADD_RMS_NORM) {
         s = _mm512_add_ps(s, vload<T>(r + i, m));
-        vstore<T>(r_out + i, s, m);
-        if (p.rounded_sum) s = vround<T>(s);
+        const __m512 rounded = vround<T>(s);
+        vstore_exact<T>(r_out + i, rounded, m);
+        if (p.rounded_sum) s = rounded;
       }
       _mm512_mask_storeu_ps(buf + i, m, s);
-      if (i < vs) {
-        const __m512 sq = _mm512_maskz_mul_ps(m & lanes(vs - i), s, s);
-        if ((i / L) & 1) acc1 = _mm512_add_ps(acc1, sq);
-        else acc0 = _mm512_add_ps(acc0, sq);
-      }
+      return s;
+    };
+    int64_t i = 0;
+    for (; i + 2 * L <= vs; i += 2 * L) {  // two accumulators: two adds in flight
+      const __m512 s0 = input(i, 0xffff), s1 = input(i + L, 0xffff);
+      acc0 = _mm512_fmadd_ps(s0, s0, acc0);
+      acc1 = _mm512_fmadd_ps(s1, s1, acc1);
     }
+    for (; i < vs; i += L) {
+      const __mmask16 m = lanes(vs - i);
+      const __m512 s = input(i, m);
+      acc0 = _mm512_add_ps(acc0, _mm512_maskz_mul_ps(m, s, s));
+    }
+    for (i = vs; i < H; i += L) input(i, lanes(H - i));  // past variance_size
     const float var = hsum(_mm512_add_ps(acc0, acc1)) / static_cast<float>(vs);
     const __m512 inv = _mm512_set1_ps(1.0f / sqrtf(var + p.eps));  // torch.rsqrt: 1 / sqrt
-    for (int64_t i = 0; i < H; i += L) {
+    for (i = 0; i < H; i += L) {
       const __mmask16 m = lanes(H - i);
-      __m512 y = _mm512_mul_ps(_mm512_loadu_ps(buf + i), inv);
-      if (p.weight != nullptr) y = apply_weight<W>(y, p.weight, i, m);
-      y = vround<T>(y);
-      if constexpr (SCHEME == S_NONE) vstore<T>(out + i, y, m);
+      __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, buf + i), inv);
+      if (p.weight != nullptr) {
+        y = apply_weight<W>(y, p.weight, i, m);
+        if constexpr (!std::is_same_v<W, T>) y = vround<T>(y);  // else already a T value
+      } else {
+        y = vround<T>(y);
+      }
+      if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + i, y, m);
       else _mm512_mask_storeu_ps(buf + i, m, y);
     }
   }
@@ -257,15 +320,18 @@ template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t
     for (int64_t i = b; i < e; ++i) q[i] = 0;
     return;
   }
+  const bool fast = quotient_exact(div);
   for (int64_t i = b; i < e; i += L) {
     const __mmask16 m = lanes(e - i);
     const __m512 y = _mm512_maskz_loadu_ps(m, buf + i);
+    __m512 v;
+    if constexpr (SCHEME == S_STATIC_FP8) v = _mm512_mul_ps(y, vm);  // x * (1 / scale)
+    else v = fast ? vquot(y, vd, vm) : _mm512_div_ps(y, vd);
     __m128i c;
     if constexpr (kInt8) {
-      c = int8_codes(_mm512_div_ps(y, vd));
+      c = int8_codes(v);
     } else {
-      const __m512 v = vclamp(SCHEME == S_STATIC_FP8 ? _mm512_mul_ps(y, vm) : _mm512_div_ps(y, vd),
-                              p.qmax);
+      v = vclamp(v, p.qmax);
       c = p.fnuz ? e4m3_codes<true>(v) : e4m3_codes<false>(v);
     }
     _mm_mask_storeu_epi8(q + i, m, c);
