@@ -32,11 +32,13 @@ from vllm_xdsl.ops.fused_signature import flat_fused, layout
 from vllm_xdsl.ops.torch_library import define_op
 
 
+@functools.lru_cache(maxsize=256)
 def _unfused_scheme(
     dtype: torch.dtype, static: bool, granularity: Granularity, variant: str = "", op: str = "",
     **kw: Any
 ) -> QuantScheme:
-    """The scheme of an unfused quant op; a bad variant is a ValueError naming the op."""
+    """The scheme of an unfused quant op; a bad variant is a ValueError naming the op.
+    Cached: building and checking a scheme costs more than a host kernel on one token."""
     try:
         return QuantScheme(dtype, static, granularity, variant=parse_variant(variant), **kw)
     except ValueError as e:
