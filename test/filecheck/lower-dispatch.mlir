@@ -1,7 +1,7 @@
 // RUN: vllm-opt %s --split-input-file --lower-dispatch=target=cuda | filecheck %s --check-prefix=CUDA
 // RUN: vllm-opt %s --split-input-file --lower-dispatch=target=rocm | filecheck %s --check-prefix=ROCM
-// RUN: vllm-opt %s --split-input-file --lower-dispatch="target=cpu priority=native" | filecheck %s --check-prefix=CPU
-// RUN: vllm-opt %s --split-input-file --lower-dispatch=target=cpu | filecheck %s --check-prefix=CPUDEF
+// RUN: vllm-opt %s --split-input-file --lower-dispatch=target=cpu | filecheck %s --check-prefix=CPU
+// RUN: vllm-opt %s --split-input-file --lower-dispatch="target=cpu priority=cpu" | filecheck %s --check-prefix=CPUDEF
 // RUN: vllm-opt %s --split-input-file --lower-dispatch | filecheck %s --check-prefix=DEFAULT
 // RUN: vllm-opt %s --split-input-file --lower-dispatch="target=cuda priority=rms_norm=triton,native;silu_and_mul=native" | filecheck %s --check-prefix=PRIO
 // RUN: vllm-opt %s --split-input-file --lower-dispatch="target=rocm priority=triton" | filecheck %s --check-prefix=TRITON
@@ -57,7 +57,7 @@ func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
 // ROCM-NEXT:    %gq, %gs = rocm.per_token_group_fp8_quant %h {group_size = 96 : i64, vec_width = 8 : i64}
 
 // Target cpu: the native decomposition, in the native's order of casts.
-// Target cpu by default: the host build of the kernels (no vector-width property), the
+// Target cpu with the host build of the kernels (opt-in; no vector-width property), the
 // in-place fused add as on cuda.
 // CPUDEF-LABEL: func.func @layer
 // CPUDEF-NEXT:    %y = cpu.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.000000e-05 : f64} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>

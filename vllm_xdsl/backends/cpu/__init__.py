@@ -1,4 +1,5 @@
-"""Provider `cpu`: the CUDA backend's kernel family compiled for the host CPU.
+"""Provider `cpu`: the CUDA backend's kernel family compiled for the host CPU (opt-in:
+target cpu's default priority stays native until bench/cpu_kernels.py shows it faster).
 
 One library (csrc/vx_cpu.cpp) implements the extern "C" launchers of
 backends/cuda/csrc/vx_kernels.cu with AVX-512 row kernels on torch's OpenMP pool, reusing
