@@ -131,3 +131,29 @@ def test_priority_cpu_selects_it() -> None:
 def test_gpu_target_rejects_cpu_with_a_reason() -> None:
     why = ops.rms_norm.impls()["cpu"].unavailable("cuda")
     assert why is not None and "cpu" in why
+
+
+def test_compiled_graph_runs_the_fused_cpu_kernel(tmp_path, monkeypatch) -> None:
+    """torch.compile with priority cpu: the norm and the int8 quant fuse, lower to
+    `cpu.fused_add_rms_norm_quant` (in place on the copied residual) and export to its torch
+    op; the outputs equal eager's natives."""
+
+    class Layer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(64).bfloat16(), requires_grad=False)
+
+        def forward(self, x: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            y, r2 = ops.fused_add_rms_norm(x, r, self.w, 1e-6)
+            return ops.dynamic_per_token_scaled_int8_quant(y)[0], r2
+
+    monkeypatch.setenv("VLLM_XDSL_DUMP_DIR", str(tmp_path))
+    layer = Layer()
+    x, r = torch.randn(5, 64).bfloat16(), torch.randn(5, 64).bfloat16()
+    want = layer(x, r)
+    compiled = torch.compile(layer, backend="vllm_xdsl",
+                             options={"priority": "cpu", "inner": "eager", "strict": True})
+    got = compiled(x, r)
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    lowered = "".join(p.read_text() for p in tmp_path.rglob("*lower-dispatch.mlir"))
+    assert "cpu.fused_add_rms_norm_quant" in lowered
