@@ -230,7 +230,7 @@ def test_provider_without_dialect_is_called_at_run_time(swap_impl) -> None:
      "op 'rms_norm' listed twice"),
     # The option's error, not the first node's that uses it.
     ("cpu", "rms_norm=nope",
-     "lower-dispatch: option 'priority': unknown provider 'nope' (known: cuda, native, "),
+     "lower-dispatch: option 'priority': unknown provider 'nope' (known: cpu, cuda, native, "),
 ])
 def test_errors_are_one_clear_line(target, priority, message) -> None:
     with pytest.raises(DispatchError) as info:

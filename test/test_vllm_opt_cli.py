@@ -371,7 +371,7 @@ def test_an_unknown_provider_in_priority_is_a_bad_option():
         assert result.returncode == 1
         assert result.stderr.startswith(
             "vllm-opt: error: pass 'lower-dispatch': option 'priority': unknown provider "
-            "'nonexistent' (known: cuda, native, "), result.stderr
+            "'nonexistent' (known: cpu, cuda, native, "), result.stderr
         assert result.stderr.endswith(", auto)\n") and result.stderr.count("\n") == 1
 
 

@@ -48,7 +48,7 @@ def evaluate(function: func.FuncOp, *inputs: Any) -> list[Any]:
             return operands
         if isinstance(op, CallOp):
             results = run_call(op, operands)
-        elif op.name.split(".", 1)[0] in ("vllm", "triton", "cuda", "rocm"):
+        elif op.name.split(".", 1)[0] in ("vllm", "triton", "cuda", "rocm", "cpu"):
             provider, _, name = op.name.partition(".")
             semantic = ops.ALL_OPS[name]
             fn = semantic.native if provider == "vllm" else semantic.impls()[provider].fn

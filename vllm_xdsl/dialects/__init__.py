@@ -18,6 +18,7 @@ DIALECT_MODULES: dict[str, tuple[str, str]] = {
     "triton": ("vllm_xdsl.dialects.triton", "Triton"),
     "cuda": ("vllm_xdsl.dialects.cuda", "Cuda"),
     "rocm": ("vllm_xdsl.dialects.rocm", "Rocm"),
+    "cpu": ("vllm_xdsl.dialects.cpu", "Cpu"),
     "auto": ("vllm_xdsl.dialects.auto", "Auto"),  # runtime selection (autotuning)
 }
 

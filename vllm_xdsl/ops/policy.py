@@ -26,6 +26,9 @@ AUTO = "auto"
 PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
     "cuda": ("cuda", "triton", "native"),
     "rocm": ("rocm", "triton", "native"),
+    # Not yet the host build of the kernels (provider `cpu`, opt-in by priority or `auto`):
+    # bench/cpu_kernels.py has not shown it faster than the natives under Inductor on a
+    # quiet machine (bench/RESULTS.md).
     "cpu": ("native",),
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*!?\Z")

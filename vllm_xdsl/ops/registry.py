@@ -36,7 +36,7 @@ ENTRY_POINT_GROUP = "vllm_xdsl.providers"
 DISTRIBUTION = "vllm-xdsl"
 # The providers the platform defaults name (policy.PLATFORM_DEFAULTS): known even where
 # their entry point failed to load, so a priority naming them is not a syntax error.
-BUILTIN_PROVIDERS: tuple[str, ...] = ("cuda", "rocm", "triton")
+BUILTIN_PROVIDERS: tuple[str, ...] = ("cuda", "rocm", "triton", "cpu")
 
 # Every declared op by name, in declaration order (SemanticOp declares itself here).
 _ops: dict[str, DeclaredOp] = {}

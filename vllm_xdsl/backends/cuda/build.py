@@ -26,26 +26,32 @@ from vllm_xdsl import user_cache
 
 # "emul": the same sources built with g++ against csrc/emul.h (a CPU emulation of the GPU
 # runtime) so that tests can run the kernels' numerics without a GPU; archs = ("warp32",).
-Vendor = Literal["cuda", "rocm", "emul"]
+# "cpu": the same launchers, numerics and variants with row kernels for the host's vector
+# units (backends/cpu/csrc/vx_cpu.cpp, including this csrc); archs = (the host's ISA key,).
+Vendor = Literal["cuda", "rocm", "emul", "cpu"]
 
 CSRC = Path(__file__).parent / "csrc"
+CPU_CSRC = Path(__file__).parents[1] / "cpu" / "csrc"
 MAIN_SOURCE = "vx_kernels.cu"
+MAIN_SOURCES: dict[str, str] = {"cpu": "vx_cpu.cpp"}
 # Sources that make up the library (the host-side numerics check is built separately).
-SOURCE_SUFFIXES = (".cu", ".cuh", ".h")
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".cpp")
 
 DEFAULT_ARCHS: dict[str, tuple[str, ...]] = {
-    "cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a",), "emul": ("warp32",),
+    "cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a",), "emul": ("warp32",), "cpu": ("native",),
 }
 # What this project's CI toolchains build. Debian's hipcc (ROCm 5.2, clang 15) knows gfx940
 # but not gfx942 (MI300X) or gfx950; a gfx940 code object does not load on a gfx942.
 CI_ARCHS: dict[str, tuple[str, ...]] = {
     "cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a", "gfx940"), "emul": ("warp32",),
+    "cpu": ("native",),
 }
 
 _COMPILER = {
     "cuda": ("nvcc", "VLLM_XDSL_NVCC", "CUDA_HOME"),
     "rocm": ("hipcc", "VLLM_XDSL_HIPCC", "ROCM_PATH"),
     "emul": ("g++", "VLLM_XDSL_CXX", "CXX_HOME"),
+    "cpu": ("g++", "VLLM_XDSL_CXX", "CXX_HOME"),
 }
 VERSION_TIMEOUT_S = 60.0
 COMPILE_TIMEOUT_S = float(os.environ.get("VLLM_XDSL_COMPILE_TIMEOUT", "900"))
@@ -120,6 +126,12 @@ def compile_command(vendor: Vendor, compiler: str, archs: Sequence[str], src: Pa
         return [compiler, "-std=c++20", "-O1", "-DVX_EMUL", f"-DVX_EMUL_WARP={warp.removeprefix('warp')}",
                 "-shared", "-fPIC", "-I", str(src.parent), "-x", "c++", str(src), "-o", str(out),
                 "-lpthread"]
+    if vendor == "cpu":
+        # -march=native: the archs name the host's ISA (part of the cache key); -fopenmp
+        # links libgomp, which torch bundles and loads first, so torch's thread count holds.
+        return [compiler, "-std=c++20", "-O3", "-march=native", "-fopenmp", "-DVX_EMUL",
+                "-shared", "-fPIC", "-I", str(CSRC), "-I", str(src.parent), str(src),
+                "-o", str(out)]
     offload = [f"--offload-arch={arch}" for arch in archs]
     return [compiler, "-std=c++17", "-O3", "-shared", "-fPIC", *offload,
             "-I", str(src.parent), "-x", "hip", str(src), "-o", str(out)]
@@ -132,7 +144,8 @@ def source_files(sources: Path) -> list[Path]:
 def cache_key(vendor: Vendor, archs: Sequence[str], sources: Path = CSRC) -> str:
     """Hash of the sources, compiler version, archs and command line."""
     h = hashlib.sha256()
-    for path in source_files(sources):
+    dirs = [sources, CSRC] if vendor == "cpu" else [sources]  # cpu's source includes CSRC
+    for path in (p for d in dirs for p in source_files(d)):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     h.update(compiler_version(vendor).encode())
     cmd = compile_command(vendor, "CC", archs, Path("SRC"), Path("OUT"))
@@ -155,9 +168,15 @@ def _run_compiler(cmd: list[str], vendor: Vendor, log: Path) -> None:
         raise BuildError(f"{Path(cmd[0]).name} failed ({first.strip()}); full log: {log}")
 
 
-def build_library(vendor: Vendor, archs: Sequence[str] | None = None, sources: Path = CSRC) -> Path:
+def default_sources(vendor: Vendor) -> Path:
+    return CPU_CSRC if vendor == "cpu" else CSRC
+
+
+def build_library(vendor: Vendor, archs: Sequence[str] | None = None,
+                  sources: Path | None = None) -> Path:
     """The compiled kernel library for `archs`, built now unless the cache already has it."""
     archs = tuple(archs or DEFAULT_ARCHS[vendor])
+    sources = default_sources(vendor) if sources is None else sources
     compiler = find_compiler(vendor)
     key = cache_key(vendor, archs, sources)
     try:
@@ -183,7 +202,8 @@ def _build_locked(vendor: Vendor, compiler: str, archs: tuple[str, ...], sources
                 return out
             tmp = root / f".{out.name}.{os.getpid()}.tmp"
             try:
-                cmd = compile_command(vendor, compiler, archs, sources / MAIN_SOURCE, tmp)
+                main = sources / MAIN_SOURCES.get(vendor, MAIN_SOURCE)
+                cmd = compile_command(vendor, compiler, archs, main, tmp)
                 _run_compiler(cmd, vendor, root / f"{out.name}.log")
                 if not tmp.exists():
                     raise BuildError(f"{Path(compiler).name} reported success but wrote no {tmp.name}")
@@ -214,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m vllm_xdsl.backends.cuda.build")
-    parser.add_argument("vendor", choices=("cuda", "rocm", "emul"))
+    parser.add_argument("vendor", choices=("cuda", "rocm", "emul", "cpu"))
     parser.add_argument("archs", nargs="*", help="e.g. sm_80 sm_90, gfx90a (default: CI's set)")
     ns = parser.parse_args(argv)
     start = time.monotonic()

@@ -87,6 +87,13 @@ class Kernels:
             if any(t is not None and t.device.type != "cpu" for t in tensors):
                 raise L.DeviceUnavailable(f"{ns}: the CPU emulation takes CPU tensors")
             return self.emulation, 0
+        if self.vendor == "cpu":  # the host build (backends/cpu): CPU tensors, no stream
+            if any(t is not None and t.device.type != "cpu" for t in tensors):
+                raise L.DeviceUnavailable(f"{ns}: the cpu kernels take CPU tensors")
+            try:
+                return _host_library(), 0
+            except (ToolchainMissing, BuildError) as e:
+                raise type(e)(f"{ns}: {e}") from None
         for t in tensors:
             if t is not None and t.device.type != "cuda":
                 raise L.DeviceUnavailable(
@@ -290,3 +297,10 @@ class Kernels:
 @functools.cache
 def _library(vendor: Vendor, archs: tuple[str, ...]) -> L.KernelLibrary:
     return L.load_library(vendor, archs)
+
+
+@functools.cache
+def _host_library() -> L.KernelLibrary:
+    from vllm_xdsl.backends.cpu.host import isa_key
+
+    return _library("cpu", (isa_key(),))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ctypes import c_float, c_int, c_int64, c_void_p
 from pathlib import Path
 
-from vllm_xdsl.backends.cuda.build import CSRC, BuildError, ToolchainMissing, Vendor, build_library
+from vllm_xdsl.backends.cuda.build import BuildError, ToolchainMissing, Vendor, build_library
 
 # Activation dtype codes and quant scheme codes (enums of vx_kernels.cu / kernels.cuh).
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
@@ -72,7 +72,8 @@ class KernelLibrary:
 
 
 @functools.cache
-def load_library(vendor: Vendor, archs: tuple[str, ...], sources: Path = CSRC) -> KernelLibrary:
+def load_library(vendor: Vendor, archs: tuple[str, ...], sources: Path | None = None
+                 ) -> KernelLibrary:
     """Build (or fetch from the cache) and load the library for `archs`."""
     return KernelLibrary(build_library(vendor, archs, sources), vendor)
 

@@ -1,4 +1,5 @@
-"""register(): the compiled kernels as provider "cuda" (and, through rocm/register.py, "rocm").
+"""register(): the compiled kernels as provider "cuda" (and, through rocm/register.py, "rocm";
+through backends/cpu, "cpu": the same launchers built for the host).
 
 Supported only where torch drives that vendor's GPU and the compiler (nvcc / hipcc) is
 installed; otherwise the reason says which is missing. Argument checks see TensorMeta only
@@ -22,7 +23,8 @@ ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
            "fused_add_rms_norm_quant": "fused_add_rms_norm_quant_inplace"}
 # Devices a TensorMeta may name: eager says "cuda" for both vendors; lower-dispatch says the target.
-DEVICES: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "rocm": ("cuda", "rocm")}
+DEVICES: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "rocm": ("cuda", "rocm"),
+                                       "cpu": ("cpu",)}
 _MAX_GROUPS = 48 * 1024 // 4  # per-group scales live in shared memory
 _LOAD_BYTES = 16  # one vectorized load
 _registered: set[str] = set()
@@ -35,6 +37,12 @@ def available(vendor: Vendor, target: str | None = None) -> bool | str:
     tensors are on that device) the question is whether the kernels serve that target
     and can be built here: the compiler matters, a GPU on this machine does not.
     """
+    if vendor == "cpu":  # the host build (backends/cpu)
+        if target not in (None, "cpu"):
+            return f"the cpu kernels serve the cpu target, not {target}"
+        from vllm_xdsl.backends.cpu.host import host_problem
+
+        return host_problem() or True
     if target is not None:
         if target != vendor:
             return f"the {vendor} kernels serve the {vendor} target, not {target}"
@@ -92,7 +100,7 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     if (op == "per_token_group_fp8_quant" or args.get("granularity") == "group") and H is not None:
         if group_size <= 0 or H % group_size:
             return f"group_size {group_size} does not divide hidden size {H}"
-        if H // group_size > _MAX_GROUPS:
+        if H // group_size > _MAX_GROUPS and vendor != "cpu":
             return f"{H // group_size} groups per row exceed {_MAX_GROUPS}"
     return True
 
@@ -128,5 +136,6 @@ def register(vendor: Vendor = "cuda") -> None:
         op.register_impl(vendor, supported=lambda target=None: available(vendor, target),
                          supports_args=check,
                          inplace=inplace)(fn)
-    ops.registry.register_property_rule(vendor, launch_properties)
+    if vendor != "cpu":  # vec_width is the GPU kernels' (a CPU row kernel masks its tail)
+        ops.registry.register_property_rule(vendor, launch_properties)
     _registered.add(vendor)

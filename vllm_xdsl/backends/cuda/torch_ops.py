@@ -32,11 +32,13 @@ from vllm_xdsl.ops.fused_signature import flat_fused, layout
 from vllm_xdsl.ops.torch_library import define_op
 
 
+@functools.lru_cache(maxsize=256)
 def _unfused_scheme(
     dtype: torch.dtype, static: bool, granularity: Granularity, variant: str = "", op: str = "",
     **kw: Any
 ) -> QuantScheme:
-    """The scheme of an unfused quant op; a bad variant is a ValueError naming the op."""
+    """The scheme of an unfused quant op; a bad variant is a ValueError naming the op.
+    Cached: building and checking a scheme costs more than a host kernel on one token."""
     try:
         return QuantScheme(dtype, static, granularity, variant=parse_variant(variant), **kw)
     except ValueError as e:
@@ -209,8 +211,12 @@ def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..
 
 @functools.cache
 def launchers(vendor: Vendor) -> SimpleNamespace:
-    """Functions with the native signatures calling the ops (what the registry holds)."""
-    t = define(vendor)
+    """Functions with the native signatures calling the ops (what the registry holds).
+
+    The cpu kernels are called directly, not through their torch ops: a host kernel of a
+    few µs would spend more in the torch op's dispatch than in itself (eager calls; the
+    torch ops still serve compiled graphs, define("cpu"))."""
+    t = define(vendor, Kernels(vendor)) if vendor == "cpu" else define(vendor)
     fns = {name: _with_native_signature(getattr(t, name), name) for name in vars(t)
            if not name.endswith("_")}
 

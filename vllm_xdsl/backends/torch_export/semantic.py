@@ -21,8 +21,9 @@ from .literals import ExportError
 
 # Where each provider registers its torch ops (imported on first use), in order.
 PROVIDER_MODULES = ("vllm_xdsl.backends.{}.torch_ops", "vllm_xdsl.backends.{}")
-# The rocm kernels share the cuda sources and op definitions (torch_ops.define("rocm")).
-_MODULE_OF = {"rocm": "vllm_xdsl.backends.cuda.torch_ops"}
+# The rocm and cpu kernels share the cuda launchers and op definitions (torch_ops.define).
+_MODULE_OF = {"rocm": "vllm_xdsl.backends.cuda.torch_ops",
+              "cpu": "vllm_xdsl.backends.cuda.torch_ops"}
 
 
 def provider_of(op: SemanticSignature) -> str:

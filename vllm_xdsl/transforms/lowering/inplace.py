@@ -22,7 +22,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from vllm_xdsl.dialects.torch import CallOp, GetAttrOp, resolve_overload
 from vllm_xdsl.transforms.ir.torch_builder import TorchBuilder, meta
 
-_FRESH_DIALECTS = ("vllm.", "triton.", "cuda.", "rocm.")
+_FRESH_DIALECTS = ("vllm.", "triton.", "cuda.", "rocm.", "cpu.")
 
 
 def not_overwritable(value: SSAValue, user: Operation) -> str | None:

@@ -56,7 +56,7 @@ TARGETS = ("cuda", "rocm", "cpu")
 # dispatch says "cuda" for a ROCm GPU (torch's device type) and target_of() says "rocm":
 # providers accept both for rocm, and the lowering names the target it compiles for.
 TARGET_DEVICE = {"cuda": "cuda", "rocm": "rocm", "cpu": "cpu"}
-PROVIDER_DIALECTS = ("triton", "cuda", "rocm")
+PROVIDER_DIALECTS = ("triton", "cuda", "rocm", "cpu")
 TARGET_ATTR = "vllm.target"
 # Operand positions of the inputs an in-place kernel may overwrite.
 _INPUT_INDEX = {"x": 0, "residual": 1}

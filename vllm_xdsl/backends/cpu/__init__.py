@@ -1,0 +1,24 @@
+"""Provider `cpu`: the CUDA backend's kernel family compiled for the host CPU (opt-in:
+target cpu's default priority stays native until bench/cpu_kernels.py shows it faster).
+
+One library (csrc/vx_cpu.cpp) implements the extern "C" launchers of
+backends/cuda/csrc/vx_kernels.cu with AVX-512 row kernels on torch's OpenMP pool, reusing
+that source's Params, producers, schemes, variant epilogue and scalar numerics. So the
+Python side is the CUDA backend's as well (kernels.Kernels, torch_ops.define("cpu"),
+register.register("cpu")): the same launchers, argument checks and torch ops
+(`torch.ops.vllm_xdsl_cpu.<op>`), every op and variant the CUDA family implements. The
+library is built just in time with g++ -march=native into VLLM_XDSL_CACHE_DIR (build.py).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+PROVIDER: Final[Literal["cpu"]] = "cpu"
+
+
+def register() -> None:
+    """The `vllm_xdsl.providers` entry point."""
+    from vllm_xdsl.backends.cuda.register import register as register_family
+
+    register_family(PROVIDER)

@@ -1,0 +1,44 @@
+"""What the host must offer to build and run the cpu kernels, and the library itself."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from vllm_xdsl.backends.cuda.build import ToolchainMissing, find_compiler
+
+# The instruction sets vx_cpu.cpp is written with (it refuses to compile without them).
+REQUIRED_FLAGS = ("avx512f", "avx512bw", "avx512vl")
+CPUINFO = Path("/proc/cpuinfo")
+
+
+@functools.cache
+def cpu_flags() -> frozenset[str]:
+    try:
+        text = CPUINFO.read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+@functools.cache
+def isa_key() -> str:
+    """The arch name of the build: -march=native compiles for this CPU's flags, so a cache
+    shared with another CPU never hands it a library built for other instructions."""
+    return "native-" + hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:10]
+
+
+def host_problem() -> str | None:
+    """Why this machine cannot build or run the cpu kernels, or None."""
+    missing = [f for f in REQUIRED_FLAGS if f not in cpu_flags()]
+    if missing:
+        return f"cpu: this CPU lacks {', '.join(missing)} (the kernels are written for AVX-512)"
+    try:
+        find_compiler("cpu")
+    except ToolchainMissing as e:
+        return f"cpu: {e}"
+    return None
