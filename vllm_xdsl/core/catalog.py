@@ -19,9 +19,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from vllm_xdsl.core.dtypes import DType
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity
 
 Family = Literal["norm", "residual_norm", "quant", "act_and_mul", "sparse_act_and_mul"]
+# The pieces an op has beside its native (test_core_pieces.py checks each, or the op's
+# opt-out): a Triton kernel (a template family), a raise form (raise-native turns a torch
+# decomposition into the op), a vLLM mapping (raise_vllm turns a vLLM op into it).
+Piece = Literal["triton", "raise", "vllm"]
+PIECES: tuple[Piece, ...] = ("triton", "raise", "vllm")
 Kind = Literal["tensor", "float", "int", "bool", "str", "dtype"]
 Scalar = float | int | bool | str | DType | None
 
@@ -65,6 +70,17 @@ class Result:
 
 
 @dataclass(frozen=True)
+class QuantForm:
+    """What an unfused quant op's name fixes of its scheme: the quantized type ("fp8": any
+    fp8 type, the op's `fp8_dtype` parameter picks it), static or dynamic, the granularity.
+    The op's other scheme fields are its parameters of the same names (`eps` is group_eps)."""
+
+    dtype: Literal["fp8", "int8"]
+    static: bool
+    granularity: Granularity
+
+
+@dataclass(frozen=True)
 class OpSpec:
     name: str
     family: Family
@@ -78,6 +94,9 @@ class OpSpec:
     producer: str | None = None
     quants: tuple[str, ...] = ()
     activation: str | None = None  # act-and-mul ops: "silu", "gelu", "gelu_tanh", "fatrelu"
+    form: QuantForm | None = None  # unfused quant ops: the scheme their name fixes
+    # The pieces (PIECES) the op has none of, each with the reason.
+    opts_out: tuple[tuple[Piece, str], ...] = ()
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -124,6 +143,10 @@ class OpSpec:
             return "a fused op (and only one) names its producer and quants"
         if (self.family in ("act_and_mul", "sparse_act_and_mul")) != (self.activation is not None):
             return "an act-and-mul op (and only one) names its activation"
+        if (self.family == "quant") != (self.form is not None):
+            return "an unfused quant op (and only one) names its quant form"
+        if any(piece not in PIECES for piece, _ in self.opts_out):
+            return f"opts out of an unknown piece (pieces: {', '.join(PIECES)})"
         if ":" not in self.native:
             return f"native {self.native!r} is not a 'module:function' reference"
         return None
@@ -166,17 +189,19 @@ FUSED_ADD_RMS_NORM = OpSpec(
 STATIC_SCALED_FP8_QUANT = OpSpec(
     "static_scaled_fp8_quant", "quant",
     (_t("x"), _t("scale"), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
-    (Result("q"),), f"{_NATIVES}:static_scaled_fp8_quant",
+    (Result("q"),), f"{_NATIVES}:static_scaled_fp8_quant", form=QuantForm("fp8", True, "tensor"),
 )
 DYNAMIC_SCALED_FP8_QUANT = OpSpec(
     "dynamic_scaled_fp8_quant", "quant",
     (_t("x"), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scale")), f"{_NATIVES}:dynamic_scaled_fp8_quant",
+    form=QuantForm("fp8", False, "tensor"),
 )
 DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT = OpSpec(
     "dynamic_per_token_scaled_fp8_quant", "quant",
     (_t("x"), _opt_t("scale_ub", None), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scales")), f"{_NATIVES}:dynamic_per_token_scaled_fp8_quant",
+    form=QuantForm("fp8", False, "token"),
 )
 PER_TOKEN_GROUP_FP8_QUANT = OpSpec(
     "per_token_group_fp8_quant", "quant",
@@ -184,14 +209,16 @@ PER_TOKEN_GROUP_FP8_QUANT = OpSpec(
      Param("use_ue8m0", "bool", default=False), Param("eps", "float", default=DEFAULT_GROUP_EPS),
      Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scales")), f"{_NATIVES}:per_token_group_fp8_quant",
+    form=QuantForm("fp8", False, "group"),
 )
 STATIC_SCALED_INT8_QUANT = OpSpec(
     "static_scaled_int8_quant", "quant", (_t("x"), _t("scale"), *_VARIANT),
-    (Result("q"),), f"{_NATIVES}:static_scaled_int8_quant",
+    (Result("q"),), f"{_NATIVES}:static_scaled_int8_quant", form=QuantForm("int8", True, "tensor"),
 )
 DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT = OpSpec(
     "dynamic_per_token_scaled_int8_quant", "quant", (_t("x"), *_VARIANT),
     (Result("q"), Result("scales")), f"{_NATIVES}:dynamic_per_token_scaled_int8_quant",
+    form=QuantForm("int8", False, "token"),
 )
 
 
