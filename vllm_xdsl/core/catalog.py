@@ -318,6 +318,20 @@ def fused_of(producer: str) -> OpSpec | None:
     return None
 
 
+def quant_specs() -> tuple[OpSpec, ...]:
+    """The unfused quant ops (each names its QuantForm)."""
+    return tuple(s for s in UNFUSED_SPECS if s.form is not None)
+
+
+def quant_spec_of(dtype: str, static: bool, granularity: str) -> OpSpec:
+    """The unfused quant op of a form ("fp8" or "int8"); KeyError if there is none."""
+    for spec in quant_specs():
+        if spec.form == QuantForm(dtype, static, granularity):  # type: ignore[arg-type]
+            return spec
+    raise KeyError(f"no unfused quant op is {dtype} {'static' if static else 'dynamic'} "
+                   f"per {granularity}")
+
+
 def act_and_mul_specs() -> tuple[OpSpec, ...]:
     """The unfused `act(gate) * up` ops (one kernel template each: the activation a code)."""
     return tuple(s for s in UNFUSED_SPECS if s.family == "act_and_mul")
