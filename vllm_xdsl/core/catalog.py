@@ -80,6 +80,12 @@ class QuantForm:
     granularity: Granularity
 
 
+# An unfused quant's parameters that are QuantScheme fields: parameter -> field.
+FORM_FIELDS: dict[str, str] = {"group_size": "group_size",
+                               "column_major_scales": "column_major_scales",
+                               "use_ue8m0": "use_ue8m0", "eps": "group_eps"}
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str

@@ -124,9 +124,9 @@ class _UnfusedQuantSignature(QuantOp):
         fields: dict[str, Any] = {}
         for p in catalog.SPECS[self.SEMANTIC_NAME].params:
             attr = self.properties.get(p.name)
-            if p.name in _GROUP_FIELDS and isinstance(attr, IntegerAttr | FloatAttr):
+            if p.name in catalog.FORM_FIELDS and isinstance(attr, IntegerAttr | FloatAttr):
                 value = attr.value.data
-                fields[_GROUP_FIELDS[p.name]] = bool(value) if p.kind == "bool" else value
+                fields[catalog.FORM_FIELDS[p.name]] = bool(value) if p.kind == "bool" else value
         form = self.form()
         return QuantScheme(dtype, form.static, form.granularity, variant=self.quant_variant(),
                            **fields)
@@ -158,12 +158,6 @@ class _UnfusedQuantSignature(QuantOp):
             ) from None
         check.zero_point(self.zero_point, x, scheme)
         return scheme
-
-
-# An unfused quant's scheme fields that are its properties (by property name); QuantScheme
-# holds their defaults.
-_GROUP_FIELDS = {"group_size": "group_size", "column_major_scales": "column_major_scales",
-                 "use_ue8m0": "use_ue8m0", "eps": "group_eps"}
 
 
 # --- unfused norm ops --------------------------------------------------------------------

@@ -15,7 +15,7 @@ from torch import Tensor
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.backends.triton.spec import variant_fields
-from vllm_xdsl.core.catalog import SCHEME_FIELDS, SPECS, OpSpec
+from vllm_xdsl.core.catalog import FORM_FIELDS, SCHEME_FIELDS, SPECS, OpSpec
 from vllm_xdsl.core.dtypes import fp8_max
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.core.variant import (
@@ -25,7 +25,7 @@ from vllm_xdsl.core.variant import (
     variant_problem_beyond,
 )
 from vllm_xdsl.ops.fused_signature import flat_fused
-from vllm_xdsl.ops.op import resolve_native
+from vllm_xdsl.ops.op import native_binder
 
 
 def _variant(op: str, zero_point: Tensor | None, variant: str, **scheme: object) -> QuantVariant:
@@ -52,33 +52,11 @@ def fused_add_rms_norm(
     return out, residual_out
 
 
-def _bound(spec: OpSpec) -> tuple[inspect.Signature, Callable[..., list[Any]]]:
-    """The native's signature and a binder: (args, kwargs) -> every parameter's value in
-    the spec's order, defaults filled in (Python's TypeError for a call that does not fit)."""
-    signature = inspect.signature(resolve_native(spec))
-    defaults = [p.default for p in signature.parameters.values()]
-    required = sum(d is inspect.Parameter.empty for d in defaults)
-
-    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-        if not kwargs and required <= len(args) <= len(defaults):
-            return [*args, *defaults[len(args):]]  # a positional call binds inline
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return list(bound.arguments.values())
-
-    return signature, bind
-
-
 def _named(spec: OpSpec, signature: inspect.Signature,
            launch: Callable[..., Any]) -> Callable[..., Any]:
     launch.__name__ = launch.__qualname__ = spec.name
     launch.__dict__["__signature__"] = signature
     return launch
-
-
-# An unfused quant's parameters that are QuantScheme fields (by parameter name).
-_SCHEME_FIELD = {"group_size": "group_size", "column_major_scales": "column_major_scales",
-                 "use_ue8m0": "use_ue8m0", "eps": "group_eps"}
 
 
 @lru_cache(maxsize=256)
@@ -93,17 +71,17 @@ def _form_scheme(op: str, dtype: torch.dtype, variant: QuantVariant,
         except ValueError as e:
             raise ValueError(f"{op}: {e}") from None
     return QuantScheme(dtype, form.static, form.granularity, variant=variant,
-                       **{_SCHEME_FIELD[n]: v for n, v in fields})
+                       **{FORM_FIELDS[n]: v for n, v in fields})
 
 
 def _unfused_quant(spec: OpSpec) -> Callable[..., Any]:
     """The launcher of an unfused quant op, with its native's signature: its form and its
     scheme parameters make the scheme; q, and the scales of a dynamic form."""
-    signature, bind = _bound(spec)
+    signature, bind = native_binder(spec)
     assert spec.form is not None
     static, grouped, names = spec.form.static, spec.form.granularity == "group", spec.param_names
     at = {n: names.index(n) for n in names}
-    fields = [(n, at[n]) for n in names if n in _SCHEME_FIELD]
+    fields = [(n, at[n]) for n in names if n in FORM_FIELDS]
     scale, scale_ub = at.get("scale"), at.get("scale_ub")
     dtype_at = at.get("fp8_dtype")
 
@@ -127,7 +105,7 @@ def _unfused_quant(spec: OpSpec) -> Callable[..., Any]:
 def _act_and_mul(spec: OpSpec) -> Callable[..., Any]:
     """The launcher of an act-and-mul op: one kernel template, the activation a code, the
     op's own scalars (before `up`, as in the native) its arguments."""
-    signature, bind = _bound(spec)
+    signature, bind = native_binder(spec)
     own = [spec.param_names.index(p.name) for p in spec.own_scalars]
     up_at = spec.param_names.index("up")
 
@@ -141,7 +119,7 @@ def _act_and_mul(spec: OpSpec) -> Callable[..., Any]:
 
 def _sparse_act_and_mul(spec: OpSpec) -> Callable[..., Any]:
     """The launcher of a sparse act-and-mul op (one program per row)."""
-    signature, bind = _bound(spec)
+    signature, bind = native_binder(spec)
 
     def launch(*args: Any, **kwargs: Any) -> Tensor:
         x, std_multiplier, approximate, up = bind(args, kwargs)
