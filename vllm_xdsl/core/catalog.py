@@ -119,7 +119,7 @@ class OpSpec:
         vllm op has them as properties, its kernels take them as arguments."""
         if self.activation is None:
             return ()
-        family = {"x", "up", *(p.name for p in _SCHEME)}
+        family = {"x", "up", *(p.name for p in SCHEME_PARAMS)}
         return tuple(p for p in self.params if p.name not in family)
 
     def param(self, name: str) -> Param:
@@ -202,6 +202,7 @@ DYNAMIC_SCALED_FP8_QUANT = OpSpec(
     (_t("x"), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scale")), f"{_NATIVES}:dynamic_scaled_fp8_quant",
     form=QuantForm("fp8", False, "tensor"),
+    opts_out=(("vllm", "vLLM's per-tensor fp8 kernel floors its scale otherwise: left unraised"),),
 )
 DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT = OpSpec(
     "dynamic_per_token_scaled_fp8_quant", "quant",
@@ -260,43 +261,47 @@ FUSABLE_QUANTS: tuple[str, ...] = (
     "static_scaled_int8_quant", "dynamic_per_token_scaled_int8_quant",
 )
 # The quant scheme as a fused native takes it (core.scheme.QuantScheme, flattened).
-_SCHEME = (
+SCHEME_PARAMS: tuple[Param, ...] = (
     _opt_t("scale"), _opt_t("scale_ub"), Param("quant_dtype", "dtype"), Param("static", "bool"),
     Param("granularity", "str"), Param("group_size", "int", default=0),
     Param("column_major_scales", "bool", default=False), Param("use_ue8m0", "bool", default=False),
     Param("group_eps", "float", default=DEFAULT_GROUP_EPS), *_VARIANT,
 )
 _SCALES = Result("scales", optional=True)  # absent in the IR for a static scheme
+# A fused op is formed on meaning by fuse-norm-quant, from its producer and a quant raised
+# apart (vLLM's fused kernels are raised as those compositions too).
+_FORMED = "formed by fuse-norm-quant from its producer and a quant"
+_FUSED_OPTS_OUT: tuple[tuple[Piece, str], ...] = (("raise", _FORMED), ("vllm", _FORMED))
 # The flat scheme, by role (ops/fused_signature.py converts it to and from a QuantScheme):
 # its tensors, and its scalars in QuantScheme's field order.
-SCHEME_PARAMS: tuple[Param, ...] = _SCHEME
 SCHEME_TENSORS: tuple[str, ...] = ("scale", "scale_ub", "zero_point")
 SCHEME_FIELDS: tuple[str, ...] = tuple(
-    p.name for p in _SCHEME if p.name not in SCHEME_TENSORS
+    p.name for p in SCHEME_PARAMS if p.name not in SCHEME_TENSORS
 )
 
 RMS_NORM_QUANT = OpSpec(
     "rms_norm_quant", "norm",
-    (_t("x"), _opt_t("weight"), Param("epsilon", "float"), *_SCHEME),
+    (_t("x"), _opt_t("weight"), Param("epsilon", "float"), *SCHEME_PARAMS),
     (Result("q"), _SCALES), f"{_FUSED}:rms_norm_quant", fused=True, producer="rms_norm",
-    quants=FUSABLE_QUANTS,
+    quants=FUSABLE_QUANTS, opts_out=_FUSED_OPTS_OUT,
 )
 FUSED_ADD_RMS_NORM_QUANT = OpSpec(
     "fused_add_rms_norm_quant", "residual_norm",
-    (_t("x"), _t("residual"), _opt_t("weight"), Param("epsilon", "float"), *_SCHEME,
+    (_t("x"), _t("residual"), _opt_t("weight"), Param("epsilon", "float"), *SCHEME_PARAMS,
      Param("rounded_sum", "bool", default=False)),
     (Result("q"), Result("residual_out"), _SCALES), f"{_FUSED}:fused_add_rms_norm_quant",
     inplace=(("residual_out", "residual"),), fused=True, producer="fused_add_rms_norm",
-    quants=FUSABLE_QUANTS,
+    quants=FUSABLE_QUANTS, opts_out=_FUSED_OPTS_OUT,
 )
 
 
 def _act_and_mul_quant(plain: OpSpec) -> OpSpec:
     # `up` comes last (optional): the one-operand calls keep their meaning.
     name = f"{plain.name}_quant"
-    return OpSpec(name, "act_and_mul", (_t("x"), *_SCHEME, _opt_t("up", None)),
+    return OpSpec(name, "act_and_mul", (_t("x"), *SCHEME_PARAMS, _opt_t("up", None)),
                   (Result("q"), _SCALES), f"{_FUSED}:{name}", fused=True, producer=plain.name,
-                  quants=FUSABLE_QUANTS, activation=plain.activation)
+                  quants=FUSABLE_QUANTS, activation=plain.activation,
+                  opts_out=_FUSED_OPTS_OUT)
 
 
 SILU_AND_MUL_QUANT = _act_and_mul_quant(SILU_AND_MUL)

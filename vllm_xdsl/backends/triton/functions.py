@@ -201,3 +201,11 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     else _BY_FAMILY[spec.family](spec)
     for spec in SPECS.values()
 }
+
+
+def __getattr__(name: str) -> Callable[..., Any]:
+    """`functions.<op>`: every op's launcher, the derived ones too."""
+    try:
+        return FUNCTIONS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
