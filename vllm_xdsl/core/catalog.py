@@ -9,8 +9,8 @@ composes, the activation of an act-and-mul op, and where its native function liv
 `vllm_xdsl.ops` builds one `SemanticOp` per spec; test_core_catalog.py checks every spec
 against its native's signature, so the two cannot drift.
 
-Adding an op: a spec here (and in SPECS), its native function, and the kernels that
-implement it.
+Adding an op: a spec here (in UNFUSED_SPECS or FUSED_SPECS), its native function, and the
+kernel pieces its family does not derive (docs/ADDING_AN_OP.md says which files).
 """
 
 from __future__ import annotations
