@@ -56,10 +56,30 @@ def test_what_it_cannot_derive_is_one_line(monkeypatch: pytest.MonkeyPatch,
     assert gen.main(["--check"]) == 1
     err = capsys.readouterr().err.strip()
     assert err == ("gen_vllm_dialect: error: silu_and_mul_odd: parameter 'dt' of kind 'dtype':"
-                   " an act-and-mul member's own parameters are float, int, str")
+                   " a generated member's own parameters are float, int, str, bool")
 
 
-def test_a_norm_or_quant_signature_must_be_written() -> None:
+def test_a_quant_signature_is_derived_from_its_spec() -> None:
+    """A new quant form is a catalog spec: its operands, properties, results and syntax are
+    generated (required tensors positional, optional ones after their keyword)."""
+    new = dataclasses.replace(
+        catalog.DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT, name="dynamic_group_int8_quant",
+        params=(Param("x", "tensor"), Param("scale_ub", "tensor", optional=True, default=None),
+                Param("group_size", "int"), *catalog.DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT.params[1:]),
+        form=catalog.QuantForm("int8", False, "group"))
+    names: set[str] = set()
+    sig, lines = gen._signature(new, names)
+    text = "\n".join(lines)
+    assert sig == "DynamicGroupInt8QuantSignature"
+    assert "class DynamicGroupInt8QuantSignature(_UnfusedQuantSignature):" in text
+    assert "    scale_ub = opt_operand_def(TensorType)" in text
+    assert "    group_size = prop_def(IntegerAttr[I64])" in text
+    assert "    scales = result_def(TensorType)" in text
+    assert '"$x "' in text and "type($q) `,` type($scales)" in text
+    assert "variant" not in text and "zero_point = " not in text  # the family's
+
+
+def test_a_norm_signature_must_be_written() -> None:
     new = dataclasses.replace(catalog.RMS_NORM, name="rms_norm_twice")
     with pytest.raises(gen.GenerateError, match="vllm_families.py has no RmsNormTwiceSignature"):
         gen._signature(new, set())

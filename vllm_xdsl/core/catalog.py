@@ -9,8 +9,8 @@ composes, the activation of an act-and-mul op, and where its native function liv
 `vllm_xdsl.ops` builds one `SemanticOp` per spec; test_core_catalog.py checks every spec
 against its native's signature, so the two cannot drift.
 
-Adding an op: a spec here (and in SPECS), its native function, and the kernels that
-implement it.
+Adding an op: a spec here (in UNFUSED_SPECS or FUSED_SPECS), its native function, and the
+kernel pieces its family does not derive (docs/ADDING_AN_OP.md says which files).
 """
 
 from __future__ import annotations
@@ -19,9 +19,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from vllm_xdsl.core.dtypes import DType
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity
 
 Family = Literal["norm", "residual_norm", "quant", "act_and_mul", "sparse_act_and_mul"]
+# The pieces an op has beside its native (test_core_pieces.py checks each, or the op's
+# opt-out): a Triton kernel (a template family), a raise form (raise-native turns a torch
+# decomposition into the op), a vLLM mapping (raise_vllm turns a vLLM op into it).
+Piece = Literal["triton", "raise", "vllm"]
+PIECES: tuple[Piece, ...] = ("triton", "raise", "vllm")
 Kind = Literal["tensor", "float", "int", "bool", "str", "dtype"]
 Scalar = float | int | bool | str | DType | None
 
@@ -65,6 +70,23 @@ class Result:
 
 
 @dataclass(frozen=True)
+class QuantForm:
+    """What an unfused quant op's name fixes of its scheme: the quantized type ("fp8": any
+    fp8 type, the op's `fp8_dtype` parameter picks it), static or dynamic, the granularity.
+    The op's other scheme fields are its parameters of the same names (`eps` is group_eps)."""
+
+    dtype: Literal["fp8", "int8"]
+    static: bool
+    granularity: Granularity
+
+
+# An unfused quant's parameters that are QuantScheme fields: parameter -> field.
+FORM_FIELDS: dict[str, str] = {"group_size": "group_size",
+                               "column_major_scales": "column_major_scales",
+                               "use_ue8m0": "use_ue8m0", "eps": "group_eps"}
+
+
+@dataclass(frozen=True)
 class OpSpec:
     name: str
     family: Family
@@ -78,6 +100,9 @@ class OpSpec:
     producer: str | None = None
     quants: tuple[str, ...] = ()
     activation: str | None = None  # act-and-mul ops: "silu", "gelu", "gelu_tanh", "fatrelu"
+    form: QuantForm | None = None  # unfused quant ops: the scheme their name fixes
+    # The pieces (PIECES) the op has none of, each with the reason.
+    opts_out: tuple[tuple[Piece, str], ...] = ()
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -94,7 +119,7 @@ class OpSpec:
         vllm op has them as properties, its kernels take them as arguments."""
         if self.activation is None:
             return ()
-        family = {"x", "up", *(p.name for p in _SCHEME)}
+        family = {"x", "up", *(p.name for p in SCHEME_PARAMS)}
         return tuple(p for p in self.params if p.name not in family)
 
     def param(self, name: str) -> Param:
@@ -124,6 +149,10 @@ class OpSpec:
             return "a fused op (and only one) names its producer and quants"
         if (self.family in ("act_and_mul", "sparse_act_and_mul")) != (self.activation is not None):
             return "an act-and-mul op (and only one) names its activation"
+        if (self.family == "quant") != (self.form is not None):
+            return "an unfused quant op (and only one) names its quant form"
+        if any(piece not in PIECES for piece, _ in self.opts_out):
+            return f"opts out of an unknown piece (pieces: {', '.join(PIECES)})"
         if ":" not in self.native:
             return f"native {self.native!r} is not a 'module:function' reference"
         return None
@@ -166,17 +195,20 @@ FUSED_ADD_RMS_NORM = OpSpec(
 STATIC_SCALED_FP8_QUANT = OpSpec(
     "static_scaled_fp8_quant", "quant",
     (_t("x"), _t("scale"), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
-    (Result("q"),), f"{_NATIVES}:static_scaled_fp8_quant",
+    (Result("q"),), f"{_NATIVES}:static_scaled_fp8_quant", form=QuantForm("fp8", True, "tensor"),
 )
 DYNAMIC_SCALED_FP8_QUANT = OpSpec(
     "dynamic_scaled_fp8_quant", "quant",
     (_t("x"), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scale")), f"{_NATIVES}:dynamic_scaled_fp8_quant",
+    form=QuantForm("fp8", False, "tensor"),
+    opts_out=(("vllm", "vLLM's per-tensor fp8 kernel floors its scale otherwise: left unraised"),),
 )
 DYNAMIC_PER_TOKEN_SCALED_FP8_QUANT = OpSpec(
     "dynamic_per_token_scaled_fp8_quant", "quant",
     (_t("x"), _opt_t("scale_ub", None), Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scales")), f"{_NATIVES}:dynamic_per_token_scaled_fp8_quant",
+    form=QuantForm("fp8", False, "token"),
 )
 PER_TOKEN_GROUP_FP8_QUANT = OpSpec(
     "per_token_group_fp8_quant", "quant",
@@ -184,14 +216,16 @@ PER_TOKEN_GROUP_FP8_QUANT = OpSpec(
      Param("use_ue8m0", "bool", default=False), Param("eps", "float", default=DEFAULT_GROUP_EPS),
      Param("fp8_dtype", "dtype", default=_E4M3), *_VARIANT),
     (Result("q"), Result("scales")), f"{_NATIVES}:per_token_group_fp8_quant",
+    form=QuantForm("fp8", False, "group"),
 )
 STATIC_SCALED_INT8_QUANT = OpSpec(
     "static_scaled_int8_quant", "quant", (_t("x"), _t("scale"), *_VARIANT),
-    (Result("q"),), f"{_NATIVES}:static_scaled_int8_quant",
+    (Result("q"),), f"{_NATIVES}:static_scaled_int8_quant", form=QuantForm("int8", True, "tensor"),
 )
 DYNAMIC_PER_TOKEN_SCALED_INT8_QUANT = OpSpec(
     "dynamic_per_token_scaled_int8_quant", "quant", (_t("x"), *_VARIANT),
     (Result("q"), Result("scales")), f"{_NATIVES}:dynamic_per_token_scaled_int8_quant",
+    form=QuantForm("int8", False, "token"),
 )
 
 
@@ -227,43 +261,47 @@ FUSABLE_QUANTS: tuple[str, ...] = (
     "static_scaled_int8_quant", "dynamic_per_token_scaled_int8_quant",
 )
 # The quant scheme as a fused native takes it (core.scheme.QuantScheme, flattened).
-_SCHEME = (
+SCHEME_PARAMS: tuple[Param, ...] = (
     _opt_t("scale"), _opt_t("scale_ub"), Param("quant_dtype", "dtype"), Param("static", "bool"),
     Param("granularity", "str"), Param("group_size", "int", default=0),
     Param("column_major_scales", "bool", default=False), Param("use_ue8m0", "bool", default=False),
     Param("group_eps", "float", default=DEFAULT_GROUP_EPS), *_VARIANT,
 )
 _SCALES = Result("scales", optional=True)  # absent in the IR for a static scheme
+# A fused op is formed on meaning by fuse-norm-quant, from its producer and a quant raised
+# apart (vLLM's fused kernels are raised as those compositions too).
+_FORMED = "formed by fuse-norm-quant from its producer and a quant"
+_FUSED_OPTS_OUT: tuple[tuple[Piece, str], ...] = (("raise", _FORMED), ("vllm", _FORMED))
 # The flat scheme, by role (ops/fused_signature.py converts it to and from a QuantScheme):
 # its tensors, and its scalars in QuantScheme's field order.
-SCHEME_PARAMS: tuple[Param, ...] = _SCHEME
 SCHEME_TENSORS: tuple[str, ...] = ("scale", "scale_ub", "zero_point")
 SCHEME_FIELDS: tuple[str, ...] = tuple(
-    p.name for p in _SCHEME if p.name not in SCHEME_TENSORS
+    p.name for p in SCHEME_PARAMS if p.name not in SCHEME_TENSORS
 )
 
 RMS_NORM_QUANT = OpSpec(
     "rms_norm_quant", "norm",
-    (_t("x"), _opt_t("weight"), Param("epsilon", "float"), *_SCHEME),
+    (_t("x"), _opt_t("weight"), Param("epsilon", "float"), *SCHEME_PARAMS),
     (Result("q"), _SCALES), f"{_FUSED}:rms_norm_quant", fused=True, producer="rms_norm",
-    quants=FUSABLE_QUANTS,
+    quants=FUSABLE_QUANTS, opts_out=_FUSED_OPTS_OUT,
 )
 FUSED_ADD_RMS_NORM_QUANT = OpSpec(
     "fused_add_rms_norm_quant", "residual_norm",
-    (_t("x"), _t("residual"), _opt_t("weight"), Param("epsilon", "float"), *_SCHEME,
+    (_t("x"), _t("residual"), _opt_t("weight"), Param("epsilon", "float"), *SCHEME_PARAMS,
      Param("rounded_sum", "bool", default=False)),
     (Result("q"), Result("residual_out"), _SCALES), f"{_FUSED}:fused_add_rms_norm_quant",
     inplace=(("residual_out", "residual"),), fused=True, producer="fused_add_rms_norm",
-    quants=FUSABLE_QUANTS,
+    quants=FUSABLE_QUANTS, opts_out=_FUSED_OPTS_OUT,
 )
 
 
 def _act_and_mul_quant(plain: OpSpec) -> OpSpec:
     # `up` comes last (optional): the one-operand calls keep their meaning.
     name = f"{plain.name}_quant"
-    return OpSpec(name, "act_and_mul", (_t("x"), *_SCHEME, _opt_t("up", None)),
+    return OpSpec(name, "act_and_mul", (_t("x"), *SCHEME_PARAMS, _opt_t("up", None)),
                   (Result("q"), _SCALES), f"{_FUSED}:{name}", fused=True, producer=plain.name,
-                  quants=FUSABLE_QUANTS, activation=plain.activation)
+                  quants=FUSABLE_QUANTS, activation=plain.activation,
+                  opts_out=_FUSED_OPTS_OUT)
 
 
 SILU_AND_MUL_QUANT = _act_and_mul_quant(SILU_AND_MUL)
@@ -289,6 +327,20 @@ def fused_of(producer: str) -> OpSpec | None:
         if spec.producer == producer:
             return spec
     return None
+
+
+def quant_specs() -> tuple[OpSpec, ...]:
+    """The unfused quant ops (each names its QuantForm)."""
+    return tuple(s for s in UNFUSED_SPECS if s.form is not None)
+
+
+def quant_spec_of(dtype: str, static: bool, granularity: str) -> OpSpec:
+    """The unfused quant op of a form ("fp8" or "int8"); KeyError if there is none."""
+    for spec in quant_specs():
+        if spec.form == QuantForm(dtype, static, granularity):  # type: ignore[arg-type]
+            return spec
+    raise KeyError(f"no unfused quant op is {dtype} {'static' if static else 'dynamic'} "
+                   f"per {granularity}")
 
 
 def act_and_mul_specs() -> tuple[OpSpec, ...]:

@@ -41,10 +41,6 @@ class DType(str, enum.Enum):
     def is_fp8(self) -> bool:
         return self in (DType.F8E4M3FN, DType.F8E4M3FNUZ)
 
-    @property
-    def is_float(self) -> bool:
-        return self not in (DType.I8, DType.I32, DType.I64)
-
     @classmethod
     def of(cls, dtype: Any) -> DType:
         """`dtype` (a DType, its spelling, or a torch dtype) as a DType; ValueError if none."""

@@ -130,12 +130,3 @@ class QuantScheme:
     @property
     def qmax(self) -> float:
         return quant_max(self.dtype)
-
-    def scale_shape(self, tokens: int, hidden: int) -> tuple[int, ...]:
-        """Shape of the scales a dynamic scheme returns for a [tokens, hidden] input."""
-        if self.granularity == "tensor":
-            return (1,)
-        if self.granularity == "token":
-            return (tokens, 1)
-        # Column-major scales keep this shape; only their strides are transposed.
-        return (tokens, hidden // self.group_size)

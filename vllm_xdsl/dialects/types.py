@@ -1,12 +1,17 @@
-"""The one mapping between torch dtypes and xDSL builtin element types.
+"""The one mapping between element types: the core's DType, torch dtypes and xDSL builtin
+element types.
 
 Every layer that crosses the torch/IR boundary (importer, exporter, dispatch metadata,
-backends) uses these two functions, so a dtype is spelled the same way everywhere.
+backends) uses these functions, so a dtype is spelled the same way everywhere. The table is
+keyed by torch's attribute names, not by torch dtypes, so that importing a dialect does not
+import torch (the verifiers read element types as DTypes); `torch_dtype` imports it when
+first called.
 """
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BFloat16Type,
@@ -22,42 +27,65 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-_TORCH_TO_IR: dict[torch.dtype, Attribute] = {
-    torch.float16: Float16Type(),
-    torch.bfloat16: BFloat16Type(),
-    torch.float32: Float32Type(),
-    torch.float64: Float64Type(),
-    torch.float8_e4m3fn: Float8E4M3FNType(),
-    torch.float8_e4m3fnuz: Float8E4M3FNUZType(),
-    torch.float8_e5m2: Float8E5M2Type(),
-    torch.int8: IntegerType(8),
-    torch.uint8: IntegerType(8, Signedness.UNSIGNED),
-    torch.int16: IntegerType(16),
-    torch.int32: IntegerType(32),
-    torch.int64: IntegerType(64),
-    torch.bool: IntegerType(1),
+from vllm_xdsl.core.dtypes import DType
+
+if TYPE_CHECKING:
+    import torch
+
+# torch's name of a dtype (`torch.<name>`) -> its element type.
+_IR_OF_NAME: dict[str, Attribute] = {
+    "float16": Float16Type(),
+    "bfloat16": BFloat16Type(),
+    "float32": Float32Type(),
+    "float64": Float64Type(),
+    "float8_e4m3fn": Float8E4M3FNType(),
+    "float8_e4m3fnuz": Float8E4M3FNUZType(),
+    "float8_e5m2": Float8E5M2Type(),
+    "int8": IntegerType(8),
+    "uint8": IntegerType(8, Signedness.UNSIGNED),
+    "int16": IntegerType(16),
+    "int32": IntegerType(32),
+    "int64": IntegerType(64),
+    "bool": IntegerType(1),
 }
-_IR_TO_TORCH: dict[Attribute, torch.dtype] = {v: k for k, v in _TORCH_TO_IR.items()}
+_NAME_OF_IR: dict[Attribute, str] = {v: k for k, v in _IR_OF_NAME.items()}
+_DTYPE_OF: dict[Attribute, DType] = {_IR_OF_NAME[d.torch_name]: d for d in DType}
+_TORCH_OF: dict[Attribute, torch.dtype] = {}  # filled on first use (torch_dtype)
 
 
 class UnsupportedDtypeError(ValueError):
     """A dtype or element type with no counterpart on the other side."""
 
 
+def dtype_of(element_type: Attribute) -> DType | None:
+    """The DType of an element type (bf16 -> DType.BF16), None for one the ops do not use."""
+    return _DTYPE_OF.get(element_type)
+
+
+def element_type(dtype: DType) -> Attribute:
+    """The builtin element type of a DType."""
+    return _IR_OF_NAME[dtype.torch_name]
+
+
 def ir_element_type(dtype: torch.dtype) -> Attribute:
     """The builtin element type of a torch dtype (torch.bfloat16 -> bf16)."""
-    try:
-        return _TORCH_TO_IR[dtype]
-    except KeyError:
-        raise UnsupportedDtypeError(f"torch dtype {dtype} has no IR element type") from None
+    found = _IR_OF_NAME.get(str(dtype).removeprefix("torch."))
+    if found is None:
+        raise UnsupportedDtypeError(f"torch dtype {dtype} has no IR element type")
+    return found
 
 
 def torch_dtype(element_type: Attribute) -> torch.dtype:
     """The torch dtype of a builtin element type (bf16 -> torch.bfloat16)."""
-    try:
-        return _IR_TO_TORCH[element_type]
-    except KeyError:
-        raise UnsupportedDtypeError(f"element type {element_type} has no torch dtype") from None
+    found = _TORCH_OF.get(element_type)
+    if found is None:
+        name = _NAME_OF_IR.get(element_type)
+        if name is None:
+            raise UnsupportedDtypeError(f"element type {element_type} has no torch dtype")
+        import torch
+
+        found = _TORCH_OF[element_type] = getattr(torch, name)
+    return found
 
 
 def tensor_type(dtype: torch.dtype, shape: tuple[int | None, ...]) -> TensorType:

@@ -26,24 +26,34 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr
+from xdsl.dialects.builtin import (
+    I64,
+    BoolAttr,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+)
 from xdsl.ir import Dialect
-from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+)
 
 from vllm_xdsl.dialects.vllm_families import (
     ATTRIBUTES,
-    DynamicPerTokenScaledFp8QuantSignature,
-    DynamicPerTokenScaledInt8QuantSignature,
-    DynamicScaledFp8QuantSignature,
     FusedAddRmsNormQuantSignature,
     FusedAddRmsNormSignature,
-    PerTokenGroupFp8QuantSignature,
     RmsNormQuantSignature,
     RmsNormSignature,
-    StaticScaledFp8QuantSignature,
-    StaticScaledInt8QuantSignature,
     _ActAndMulQuantSignature,
     _ActAndMulSignature,
+    _UnfusedQuantSignature,
 )
 from vllm_xdsl.dialects.vllm_interfaces import (
     ActAndMulOp,
@@ -56,6 +66,84 @@ from vllm_xdsl.dialects.vllm_interfaces import (
     has_rounded_sum,
     op_class_name,
 )
+
+
+class StaticScaledFp8QuantSignature(_UnfusedQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
+    assembly_format = (
+        "$x `,` $scale "
+        "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)? "
+        "attr-dict `:` type($x) `,` type($scale) `->` type($q)"
+    )
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    q = result_def(TensorType)
+
+
+class DynamicScaledFp8QuantSignature(_UnfusedQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
+    assembly_format = (
+        "$x "
+        "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)? "
+        "attr-dict `:` type($x) `->` type($q) `,` type($scale)"
+    )
+    x = operand_def(TensorType)
+    q = result_def(TensorType)
+    scale = result_def(TensorType)
+
+
+class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
+    assembly_format = (
+        "$x "
+        "(`scale_ub` `(` $scale_ub^ `:` type($scale_ub) `)`)? "
+        "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)? "
+        "attr-dict `:` type($x) `->` type($q) `,` type($scales)"
+    )
+    x = operand_def(TensorType)
+    scale_ub = opt_operand_def(TensorType)
+    q = result_def(TensorType)
+    scales = result_def(TensorType)
+
+
+class PerTokenGroupFp8QuantSignature(_UnfusedQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
+    assembly_format = (
+        "$x "
+        "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)? "
+        "attr-dict `:` type($x) `->` type($q) `,` type($scales)"
+    )
+    x = operand_def(TensorType)
+    group_size = prop_def(IntegerAttr[I64])
+    column_major_scales = opt_prop_def(BoolAttr)
+    use_ue8m0 = opt_prop_def(BoolAttr)
+    eps = opt_prop_def(FloatAttr[Float64Type])
+    q = result_def(TensorType)
+    scales = result_def(TensorType)
+
+
+class StaticScaledInt8QuantSignature(_UnfusedQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "static_scaled_int8_quant"
+    assembly_format = (
+        "$x `,` $scale "
+        "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)? "
+        "attr-dict `:` type($x) `,` type($scale) `->` type($q)"
+    )
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    q = result_def(TensorType)
+
+
+class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantSignature):
+    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
+    assembly_format = (
+        "$x "
+        "(`zero_point` `(` $zero_point^ `:` type($zero_point) `)`)? "
+        "attr-dict `:` type($x) `->` type($q) `,` type($scales)"
+    )
+    x = operand_def(TensorType)
+    q = result_def(TensorType)
+    scales = result_def(TensorType)
 
 
 class SiluAndMulSignature(_ActAndMulSignature):

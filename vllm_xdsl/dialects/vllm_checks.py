@@ -21,7 +21,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.core.dtypes import ACTIVATION, DType
 from vllm_xdsl.core.scheme import QuantScheme
-from vllm_xdsl.dialects.element_types import dtype_of
+from vllm_xdsl.dialects.types import dtype_of
 
 ACTIVATION_DTYPES: tuple[DType, ...] = ACTIVATION
 FP8_ELEMENT_TYPES = (Float8E4M3FNType, Float8E4M3FNUZType)

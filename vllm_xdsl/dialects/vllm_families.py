@@ -13,11 +13,10 @@ declare one op per kernel with exactly the same operands, results and verifier
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from xdsl.dialects.builtin import (
     I64,
-    BoolAttr,
     Float64Type,
     FloatAttr,
     IntegerAttr,
@@ -38,7 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.core import catalog
 from vllm_xdsl.core.dtypes import DType
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.core.variant import DEFAULT_VARIANT, QuantVariant
 from vllm_xdsl.dialects import vllm_checks as check
 from vllm_xdsl.dialects.vllm_attrs import (
@@ -86,16 +85,25 @@ class _NormMixin(NormOp):
         return x
 
 
-class _QuantMixin(QuantOp):
-    """Quant ops describe their quantization as a QuantScheme, whatever their form."""
-
-
-class _UnfusedQuantMixin(_QuantMixin):
-    """An unfused quant: its scheme is its name, plus an optional `variant` property
-    (default: the OPS.md row) and an optional runtime `zero_point` operand."""
+class _UnfusedQuantSignature(QuantOp):
+    """The unfused quant family: the op's name fixes its quant form (catalog `QuantForm`:
+    fp8 or int8, static or dynamic, the granularity); the rest of its scheme is its
+    properties, plus an optional `variant` property (default: the OPS.md row) and an
+    optional runtime `zero_point` operand. Each member (generated into vllm.py from the
+    catalog) declares its own operands, properties and syntax; the checks are these."""
 
     variant = opt_prop_def(QuantVariantAttr)
     zero_point = opt_operand_def(TensorType)
+    if TYPE_CHECKING:  # the members' own fields, where their form has them
+        x: SSAValue
+        scale: SSAValue
+        group_size: IntegerAttr
+
+    @classmethod
+    def form(cls) -> catalog.QuantForm:
+        form = catalog.SPECS[cls.SEMANTIC_NAME].form
+        assert form is not None  # the catalog checks that a quant op has one
+        return form
 
     def quant_variant(self) -> QuantVariant:
         return DEFAULT_VARIANT if self.variant is None else self.variant.to_variant()
@@ -103,8 +111,41 @@ class _UnfusedQuantMixin(_QuantMixin):
     def zero_point_operand(self) -> SSAValue | None:
         return self.zero_point
 
-    def _scheme(self, dtype: Any, static: bool, granularity: Granularity) -> QuantScheme:
-        return QuantScheme(dtype, static, granularity, variant=self.quant_variant())
+    def static_scale(self) -> SSAValue | None:
+        return self.scale if self.form().static else None
+
+    def scale_upper_bound(self) -> SSAValue | None:
+        return getattr(self, "scale_ub", None)
+
+    def computed_scales(self) -> OpResult[TensorType] | None:
+        return None if self.form().static else cast(OpResult[TensorType], self.results[1])
+
+    def scheme_with(self, dtype: Any) -> QuantScheme:
+        fields: dict[str, Any] = {}
+        for p in catalog.SPECS[self.SEMANTIC_NAME].params:
+            attr = self.properties.get(p.name)
+            if p.name in catalog.FORM_FIELDS and isinstance(attr, IntegerAttr | FloatAttr):
+                value = attr.value.data
+                fields[catalog.FORM_FIELDS[p.name]] = bool(value) if p.kind == "bool" else value
+        form = self.form()
+        return QuantScheme(dtype, form.static, form.granularity, variant=self.quant_variant(),
+                           **fields)
+
+    def verify_(self) -> None:
+        form = self.form()
+        x = check.activation(self.x)
+        if form.static:
+            check.static_scale(self.scale)
+        scale_ub = self.scale_upper_bound()
+        if scale_ub is not None:
+            check.static_scale(scale_ub, "scale_ub")
+        if form.granularity == "group":
+            check.group_size(x, self.group_size.value.data)
+        check.quant_result(self.q, x, form.dtype)
+        scheme = self._verify_variant(x)
+        scales = self.computed_scales()
+        if scales is not None:
+            check.scales_result(scales, x, scheme)
 
     def _verify_variant(self, x: TensorType) -> QuantScheme:
         """The scheme, or a VerifyException naming the variant that does not fit the op."""
@@ -164,141 +205,10 @@ class FusedAddRmsNormSignature(_NormMixin, ResidualNormOp):
         check.same_shape(self.residual_out, x, "residual_out", x.element_type)
 
 
-# --- unfused quant ops -------------------------------------------------------------------
-
-
-class StaticScaledFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "static_scaled_fp8_quant"
-    assembly_format = f"$x `,` $scale {_ZP} attr-dict `:` type($x) `,` type($scale) `->` type($q)"
-    x = operand_def(TensorType)
-    scale = operand_def(TensorType)
-    q = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.static_scale(self.scale)
-        check.quant_result(self.q, x, "fp8")
-        self._verify_variant(x)
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, True, "tensor")
-
-    def static_scale(self) -> SSAValue | None:
-        return self.scale
-
-
-class StaticScaledInt8QuantSignature(StaticScaledFp8QuantSignature):
-    SEMANTIC_NAME: ClassVar[str] = "static_scaled_int8_quant"
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.static_scale(self.scale)
-        check.quant_result(self.q, x, "int8")
-        self._verify_variant(x)
-
-
-class DynamicScaledFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "dynamic_scaled_fp8_quant"
-    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scale)"
-    x = operand_def(TensorType)
-    q = result_def(TensorType)
-    scale = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scale, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, False, "tensor")
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scale
-
-
-class DynamicPerTokenScaledFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_fp8_quant"
-    assembly_format = (
-        f"$x {_SCALE_UB} {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
-    )
-    x = operand_def(TensorType)
-    scale_ub = opt_operand_def(TensorType)
-    q = result_def(TensorType)
-    scales = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        if self.scale_ub is not None:
-            check.static_scale(self.scale_ub, "scale_ub")
-        check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, False, "token")
-
-    def scale_upper_bound(self) -> SSAValue | None:
-        return self.scale_ub
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-
-class DynamicPerTokenScaledInt8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "dynamic_per_token_scaled_int8_quant"
-    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
-    x = operand_def(TensorType)
-    q = result_def(TensorType)
-    scales = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.quant_result(self.q, x, "int8")
-        check.scales_result(self.scales, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return self._scheme(dtype, False, "token")
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-
-class PerTokenGroupFp8QuantSignature(_UnfusedQuantMixin):
-    SEMANTIC_NAME: ClassVar[str] = "per_token_group_fp8_quant"
-    assembly_format = f"$x {_ZP} attr-dict `:` type($x) `->` type($q) `,` type($scales)"
-    x = operand_def(TensorType)
-    group_size = prop_def(IntegerAttr[I64])
-    column_major_scales = opt_prop_def(BoolAttr)
-    use_ue8m0 = opt_prop_def(BoolAttr)
-    eps = opt_prop_def(FloatAttr[Float64Type])
-    q = result_def(TensorType)
-    scales = result_def(TensorType)
-
-    def verify_(self) -> None:
-        x = check.activation(self.x)
-        check.group_size(x, self.group_size.value.data)
-        check.quant_result(self.q, x, "fp8")
-        check.scales_result(self.scales, x, self._verify_variant(x))
-
-    def scheme_with(self, dtype: Any) -> QuantScheme:
-        return QuantScheme(
-            dtype,
-            static=False,
-            granularity="group",
-            group_size=self.group_size.value.data,
-            column_major_scales=_flag(self.column_major_scales),
-            use_ue8m0=_flag(self.use_ue8m0),
-            group_eps=DEFAULT_GROUP_EPS if self.eps is None else self.eps.value.data,
-            variant=self.quant_variant(),
-        )
-
-    def computed_scales(self) -> OpResult[TensorType] | None:
-        return self.scales
-
-
 # --- fused ops ---------------------------------------------------------------------------
 
 
-class _FusedQuantMixin(_QuantMixin, FusedQuantOp):
+class _FusedQuantMixin(FusedQuantOp):
     """A fused op's scheme is its `scheme` attribute plus its `q` element type."""
 
     def scheme_with(self, dtype: Any) -> QuantScheme:
@@ -406,10 +316,6 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
         x = self._verify_norm()
         check.same_shape(self.residual_out, x, "residual_out", x.element_type)
         self._verify_scheme(x, x)
-
-
-def _flag(attr: BoolAttr | None) -> bool:
-    return attr is not None and bool(attr.value.data)
 
 
 # --- the activation-and-mul family -------------------------------------------------------

@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from vllm_xdsl.core.dtypes import DType
 from vllm_xdsl.core.scheme import QuantScheme
-from vllm_xdsl.dialects.element_types import dtype_of
+from vllm_xdsl.dialects.types import dtype_of
 from vllm_xdsl.dialects.vllm_attrs import QuantSchemeAttr
 
 

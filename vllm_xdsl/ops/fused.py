@@ -8,10 +8,13 @@ denotes.
 """
 
 from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 import torch
 from torch import Tensor
 
+from vllm_xdsl.core.catalog import FORM_FIELDS, quant_spec_of
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL
@@ -33,26 +36,30 @@ def quant_native(
         if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
             raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
         return quantize_variant(x, scheme, scale, scale_ub, zero_point)
-    if scheme.static:
-        if scale is None:
-            raise ValueError(f"static quant scheme {scheme} needs a scale")
-        if scheme.is_fp8:
-            return N.static_scaled_fp8_quant(x, scale, scheme.dtype), None
-        return N.static_scaled_int8_quant(x, scale), None
-    if scale is not None:
+    if scheme.static and scale is None:
+        raise ValueError(f"static quant scheme {scheme} needs a scale")
+    if not scheme.static and scale is not None:
         raise ValueError(f"dynamic quant scheme {scheme} takes no scale")
     if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
         raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
-    if scheme.dtype == torch.int8:
-        return N.dynamic_per_token_scaled_int8_quant(x)
-    if scheme.granularity == "tensor":
-        return N.dynamic_scaled_fp8_quant(x, scheme.dtype)
-    if scheme.granularity == "token":
-        return N.dynamic_per_token_scaled_fp8_quant(x, scale_ub, scheme.dtype)
-    return N.per_token_group_fp8_quant(
-        x, scheme.group_size, scheme.column_major_scales, scheme.use_ue8m0, scheme.group_eps,
-        scheme.dtype,
-    )
+    # The op of the scheme's form, called with the scheme's fields by parameter name.
+    names, native = _form_native("fp8" if scheme.is_fp8 else "int8", scheme.static,
+                                 scheme.granularity)
+    args = {"x": x, "scale": scale, "scale_ub": scale_ub, "fp8_dtype": scheme.dtype,
+            **{n: getattr(scheme, field) for n, field in FORM_FIELDS.items()}}
+    out = native(**{n: args[n] for n in names if n in args})
+    return (out, None) if scheme.static else out
+
+
+@cache
+def _form_native(dtype: str, static: bool, granularity: str
+                 ) -> tuple[tuple[str, ...], Callable[..., Any]]:
+    spec = quant_spec_of(dtype, static, granularity)
+    # Every unfused quant's native is in ops/natives.py (read here without ops/op.py, which
+    # imports this module through the catalog's references).
+    if spec.native != f"{N.__name__}:{spec.name}":
+        raise AssertionError(f"{spec.name}: its native {spec.native} is not in {N.__name__}")
+    return spec.param_names, getattr(N, spec.name)
 
 
 def _quant(

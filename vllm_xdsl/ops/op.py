@@ -158,3 +158,21 @@ def resolve_native(spec: OpSpec) -> Callable[..., Any]:
     if not callable(native):
         raise TypeError(f"{spec.name}: native {spec.native} is not a function")
     return native
+
+
+def native_binder(spec: OpSpec) -> tuple[inspect.Signature, Callable[..., list[Any]]]:
+    """The native's signature and a binder: (args, kwargs) -> every parameter's value in the
+    spec's order, defaults filled in (Python's TypeError for a call that does not fit). What
+    a provider's launcher with the native's signature reads its arguments with."""
+    signature = inspect.signature(resolve_native(spec))
+    defaults = [p.default for p in signature.parameters.values()]
+    required = sum(d is inspect.Parameter.empty for d in defaults)
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        if not kwargs and required <= len(args) <= len(defaults):
+            return [*args, *defaults[len(args):]]  # a positional call binds inline
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return list(bound.arguments.values())
+
+    return signature, bind

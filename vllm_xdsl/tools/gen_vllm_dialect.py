@@ -7,9 +7,9 @@ As MLIR's ODS generates op classes from TableGen records, this writes one real c
 semantic op (a reader can find `GeluAndMulOp`, and its syntax is its family's, one import
 away) from the one declaration of the op, its catalog spec. What is per op is data there:
 the name, the family, the activation, an act-and-mul member's own scalar parameters (its
-properties). What is per family is code, written by hand in dialects/vllm_families.py: the
-operands, the assembly format, the verifier, and the bespoke signature of each norm and
-quant op (their operands and checks are not the same from op to op). test_gen_vllm_dialect.py
+properties), an unfused quant's form, operands, scheme properties and syntax. What is per
+family is code, written by hand in dialects/vllm_families.py: the operands, the assembly
+format and the verifier of each family, and the bespoke signature of each norm op. test_gen_vllm_dialect.py
 fails while vllm.py and the catalog disagree, so the generated file is never edited by hand.
 """
 
@@ -61,12 +61,19 @@ _ACT_BASES = {
 }
 # A member's own scalar parameter -> its property's constraint (builtin attributes).
 _PROPERTY_TYPES = {"float": "FloatAttr[Float64Type]", "int": "IntegerAttr[I64]",
-                   "str": "StringAttr"}
+                   "str": "StringAttr", "bool": "BoolAttr"}
+# An unfused quant's parameters that are not properties: its quant dtype is its result's
+# element type, the variant a property of the family, the zero point an operand of it.
+_QUANT_FAMILY_PARAMS = ("fp8_dtype", "variant", "zero_point")
 
 
 # Names the generated module takes from elsewhere (typing, xDSL), not from the families.
 _GENERATED_ELSEWHERE = {"ClassVar", "Dialect", "irdl_op_definition", "prop_def", "opt_prop_def",
-                        "FloatAttr", "Float64Type", "I64", "IntegerAttr", "StringAttr"}
+                        "FloatAttr", "Float64Type", "I64", "IntegerAttr", "StringAttr",
+                        "BoolAttr", "TensorType", "operand_def", "opt_operand_def",
+                        "result_def"}
+_BUILTIN = {"BoolAttr", "FloatAttr", "Float64Type", "I64", "IntegerAttr", "StringAttr",
+            "TensorType"}
 
 
 class GenerateError(Exception):
@@ -76,16 +83,51 @@ class GenerateError(Exception):
 def _property(spec: OpSpec, p: Param) -> tuple[str, str]:
     """(the property's definition, its constraint)."""
     if p.kind not in _PROPERTY_TYPES:
-        raise GenerateError(f"{spec.name}: parameter {p.name!r} of kind {p.kind!r}: an "
-                            f"act-and-mul member's own parameters are {', '.join(_PROPERTY_TYPES)}")
+        raise GenerateError(f"{spec.name}: parameter {p.name!r} of kind {p.kind!r}: a "
+                            f"generated member's own parameters are {', '.join(_PROPERTY_TYPES)}")
     define = "opt_prop_def" if p.has_default or p.optional else "prop_def"
     return define, _PROPERTY_TYPES[p.kind]
+
+
+def _keyword(name: str) -> str:
+    return f"(`{name}` `(` ${name}^ `:` type(${name}) `)`)?"
+
+
+def _quant_member(spec: OpSpec, name: str, names: set[str]) -> list[str]:
+    """An unfused quant's signature: its tensors (required ones positional, optional ones
+    after their keyword), its scheme properties and results, in the native's order."""
+    tensors = [p for p in spec.params if p.is_tensor and p.name not in _QUANT_FAMILY_PARAMS]
+    required = [p.name for p in tensors if not p.optional]
+    parts = [" `,` ".join(f"${n}" for n in required)]
+    parts += [_keyword(p.name) for p in tensors if p.optional] + [_keyword("zero_point")]
+    parts.append("attr-dict `:` " + " `,` ".join(f"type(${n})" for n in required) + " `->` "
+                 + " `,` ".join(f"type(${r})" for r in spec.result_names))
+    names |= {"_UnfusedQuantSignature", "ClassVar", "TensorType", "result_def"}
+    lines = ["", "", f"class {name}(_UnfusedQuantSignature):",
+             f'    SEMANTIC_NAME: ClassVar[str] = "{spec.name}"',
+             "    assembly_format = (",
+             *(f'        "{part}{" " if i < len(parts) - 1 else ""}"'
+               for i, part in enumerate(parts)),
+             "    )"]
+    for p in tensors:
+        define = "opt_operand_def" if p.optional else "operand_def"
+        names.add(define)
+        lines.append(f"    {p.name} = {define}(TensorType)")
+    for p in spec.params:
+        if not p.is_tensor and p.name not in _QUANT_FAMILY_PARAMS:
+            define, constraint = _property(spec, p)
+            names |= {define, *constraint.replace("[", " ").replace("]", " ").split()}
+            lines.append(f"    {p.name} = {define}({constraint})")
+    lines += [f"    {r} = result_def(TensorType)" for r in spec.result_names]
+    return lines
 
 
 def _signature(spec: OpSpec, names: set[str]) -> tuple[str, list[str]]:
     """(the signature class's name, the lines that declare it, empty if hand-written);
     adds the names those lines use to `names`."""
     name = op_class_name(spec.name).removesuffix("Op") + "Signature"
+    if spec.form is not None:
+        return name, _quant_member(spec, name, names)
     base = _ACT_BASES.get((spec.family, spec.fused))
     if base is None:
         written = getattr(vllm_families, name, None)
@@ -136,7 +178,10 @@ def render() -> str:
 
     def imported(module: str, candidates: set[str]) -> list[str]:
         chosen = sorted(candidates & names, key=_isort_key)
-        return [f"from {module} import {', '.join(chosen)}"] if chosen else []
+        line = f"from {module} import {', '.join(chosen)}"
+        if len(line) <= 100:
+            return [line] if chosen else []
+        return [f"from {module} import (", *(f"    {n}," for n in chosen), ")"]
 
     interfaces = _public(vllm_interfaces)
     public = interfaces | _public(vllm_families)
@@ -144,10 +189,10 @@ def render() -> str:
     out = [_HEADER, "from __future__ import annotations", ""]
     if "ClassVar" in names:
         out += ["from typing import ClassVar", ""]
-    out += imported("xdsl.dialects.builtin", {"FloatAttr", "Float64Type", "I64", "IntegerAttr",
-                                              "StringAttr"})
+    out += imported("xdsl.dialects.builtin", _BUILTIN)
     out += imported("xdsl.ir", {"Dialect"})
-    out += imported("xdsl.irdl", {"irdl_op_definition", "opt_prop_def", "prop_def"})
+    out += imported("xdsl.irdl", {"irdl_op_definition", "operand_def", "opt_operand_def",
+                                  "opt_prop_def", "prop_def", "result_def"})
     out += ["", "from vllm_xdsl.dialects.vllm_families import (",
             *(f"    {n}," for n in families), ")",
             "from vllm_xdsl.dialects.vllm_interfaces import (",

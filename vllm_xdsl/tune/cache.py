@@ -142,10 +142,6 @@ def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return data, None
 
 
-def env_id(env: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def load(target: str) -> dict[str, Any]:
     """The cached entries of this environment ({} if none, corrupt or stale)."""
     path = cache_path()

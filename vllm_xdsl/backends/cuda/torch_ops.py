@@ -21,14 +21,15 @@ from torch import Tensor
 from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.library import ACTIVATION_CODES
-from vllm_xdsl.core.catalog import SPECS
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.catalog import FORM_FIELDS, SPECS, OpSpec, quant_specs
+from vllm_xdsl.core.scheme import Granularity, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import ALL_OPS
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.fused_signature import flat_fused, layout
+from vllm_xdsl.ops.op import native_binder, resolve_native
 from vllm_xdsl.ops.torch_library import define_op
 
 
@@ -43,6 +44,31 @@ def _unfused_scheme(
         return QuantScheme(dtype, static, granularity, variant=parse_variant(variant), **kw)
     except ValueError as e:
         raise ValueError(f"{op}: {e}") from None
+
+
+def _unfused_quant(k: Kernels, spec: OpSpec) -> Callable[..., Any]:
+    """The op of an unfused quant, with its native's signature: its form and its scheme
+    parameters make the scheme; q, and the scales of a dynamic form."""
+    signature, bind = native_binder(spec)
+    assert spec.form is not None
+    static, granularity, names = spec.form.static, spec.form.granularity, spec.param_names
+    at = {n: i for i, n in enumerate(names)}
+
+    def launch(*args: Any, **kwargs: Any) -> Any:
+        values = bind(args, kwargs)
+        x, zero_point = values[0], values[at["zero_point"]]
+        dtype = values[at["fp8_dtype"]] if "fp8_dtype" in at else torch.int8
+        s = _unfused_scheme(dtype, static, granularity, values[at["variant"]], spec.name,
+                            **{FORM_FIELDS[n]: values[at[n]] for n in names if n in FORM_FIELDS})
+        if not static and granularity == "tensor":  # its own kernel: a global absmax first
+            return k.dynamic_scaled_fp8_quant(x, dtype, zero_point, s.variant)
+        q, scales = k.quant(spec.name, x, s, values[at["scale"]] if static else None,
+                            values[at["scale_ub"]] if "scale_ub" in at else None, zero_point)
+        return q if static else (q, scales)
+
+    launch.__name__ = launch.__qualname__ = spec.name
+    launch.__dict__["__signature__"] = signature
+    return launch
 
 
 @functools.cache
@@ -70,55 +96,9 @@ def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
                            epsilon: float, rounded_sum: bool = False) -> tuple[Tensor, Tensor]:
         return k.fused_add_rms_norm(x, residual, weight, epsilon, rounded_sum)
 
-    @op(N.static_scaled_fp8_quant)
-    def static_scaled_fp8_quant(x: Tensor, scale: Tensor,
-                                fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-                                zero_point: Tensor | None = None, variant: str = "") -> Tensor:
-        name = "static_scaled_fp8_quant"
-        s = _unfused_scheme(fp8_dtype, True, "tensor", variant, name)
-        return k.quant(name, x, s, scale, None, zero_point)[0]
-
-    @op(N.dynamic_scaled_fp8_quant)
-    def dynamic_scaled_fp8_quant(x: Tensor, fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-                                 zero_point: Tensor | None = None, variant: str = ""
-                                 ) -> tuple[Tensor, Tensor]:
-        s = _unfused_scheme(fp8_dtype, False, "tensor", variant, "dynamic_scaled_fp8_quant")
-        return k.dynamic_scaled_fp8_quant(x, fp8_dtype, zero_point, s.variant)
-
-    @op(N.dynamic_per_token_scaled_fp8_quant)
-    def dynamic_per_token_scaled_fp8_quant(x: Tensor, scale_ub: Tensor | None = None,
-                                           fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-                                           zero_point: Tensor | None = None, variant: str = ""
-                                           ) -> tuple[Tensor, Tensor]:
-        name = "dynamic_per_token_scaled_fp8_quant"
-        s = _unfused_scheme(fp8_dtype, False, "token", variant, name)
-        return k.quant(name, x, s, None, scale_ub, zero_point)
-
-    @op(N.per_token_group_fp8_quant)
-    def per_token_group_fp8_quant(x: Tensor, group_size: int, column_major_scales: bool = False,
-                                  use_ue8m0: bool = False, eps: float = DEFAULT_GROUP_EPS,
-                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-                                  zero_point: Tensor | None = None, variant: str = ""
-                                  ) -> tuple[Tensor, Tensor]:
-        name = "per_token_group_fp8_quant"
-        s = _unfused_scheme(fp8_dtype, False, "group", variant, name, group_size=group_size,
-                            column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
-                            group_eps=eps)
-        return k.quant(name, x, s, None, None, zero_point)
-
-    @op(N.static_scaled_int8_quant)
-    def static_scaled_int8_quant(x: Tensor, scale: Tensor, zero_point: Tensor | None = None,
-                                 variant: str = "") -> Tensor:
-        name = "static_scaled_int8_quant"
-        s = _unfused_scheme(torch.int8, True, "tensor", variant, name)
-        return k.quant(name, x, s, scale, None, zero_point)[0]
-
-    @op(N.dynamic_per_token_scaled_int8_quant)
-    def dynamic_per_token_scaled_int8_quant(x: Tensor, zero_point: Tensor | None = None,
-                                            variant: str = "") -> tuple[Tensor, Tensor]:
-        name = "dynamic_per_token_scaled_int8_quant"
-        s = _unfused_scheme(torch.int8, False, "token", variant, name)
-        return k.quant(name, x, s, None, None, zero_point)
+    # The unfused quants: one launcher per catalog form.
+    for spec in quant_specs():
+        op(resolve_native(spec))(_unfused_quant(k, spec))
 
     # The act-and-mul family: one kernel, the activation a code. An activation without one
     # (or with scalar parameters of its own) is an op this family does not implement.

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from vllm_xdsl.core.catalog import quant_specs
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.core.variant import ROUNDING_DTYPES, variant_problem_beyond
 from vllm_xdsl.ops.dtypes import to_torch
@@ -23,12 +24,8 @@ ALL_FIELDS = ("scaling", "quotient_dtype", "scale_dtype", "floor", "scale_range"
 _ROUND = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _ZERO_POINT = {**_ROUND, torch.int8: 3, torch.uint8: 4}
 F_NONE, F_MIN_SCALE, F_ZERO_EPS, F_GROUP_EPS = range(4)
-# The unfused quant ops' granularity (the fused ops say it in an argument).
-_GRANULARITY = {
-    "static_scaled_fp8_quant": "tensor", "dynamic_scaled_fp8_quant": "tensor",
-    "static_scaled_int8_quant": "tensor", "dynamic_per_token_scaled_fp8_quant": "token",
-    "dynamic_per_token_scaled_int8_quant": "token", "per_token_group_fp8_quant": "group",
-}
+# The unfused quant ops' granularity, their catalog form (the fused ops say it in an argument).
+_GRANULARITY = {s.name: s.form.granularity for s in quant_specs() if s.form is not None}
 assert set(_ROUND) == {to_torch(d) for d in ROUNDING_DTYPES.values()}
 
 

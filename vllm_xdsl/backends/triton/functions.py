@@ -4,8 +4,10 @@ These are what `register()` registers as provider "triton" and what the torch cu
 `torch.ops.vllm_xdsl_triton.<op>` run. Annotations are real (custom op schemas).
 """
 
+import inspect
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -13,9 +15,9 @@ from torch import Tensor
 from vllm_xdsl.backends.triton import conversion_check  # noqa: F401 - installs launch's check
 from vllm_xdsl.backends.triton import launch as L
 from vllm_xdsl.backends.triton.spec import variant_fields
-from vllm_xdsl.core.catalog import SCHEME_FIELDS
+from vllm_xdsl.core.catalog import FORM_FIELDS, SCHEME_FIELDS, SPECS, OpSpec
 from vllm_xdsl.core.dtypes import fp8_max
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.core.variant import (
     DEFAULT_VARIANT,
     QuantVariant,
@@ -23,10 +25,7 @@ from vllm_xdsl.core.variant import (
     variant_problem_beyond,
 )
 from vllm_xdsl.ops.fused_signature import flat_fused
-
-_E4M3 = torch.float8_e4m3fn
-_INT8_STATIC = QuantScheme(torch.int8, True, "tensor")
-_INT8_TOKEN = QuantScheme(torch.int8, False, "token")
+from vllm_xdsl.ops.op import native_binder
 
 
 def _variant(op: str, zero_point: Tensor | None, variant: str, **scheme: object) -> QuantVariant:
@@ -38,16 +37,6 @@ def _variant(op: str, zero_point: Tensor | None, variant: str, **scheme: object)
     if problem is not None:
         raise ValueError(f"{op}: {problem}")
     return parse_variant(variant)
-
-
-@lru_cache(maxsize=256)
-def _fp8(op: str, fp8_dtype: torch.dtype, *rest) -> QuantScheme:
-    """The fp8 scheme of an unfused fp8 op (ValueError naming the op for a non-fp8 dtype)."""
-    try:
-        fp8_max(fp8_dtype)
-    except ValueError as e:
-        raise ValueError(f"{op}: {e}") from None
-    return QuantScheme(fp8_dtype, *rest)
 
 
 def rms_norm(
@@ -63,105 +52,80 @@ def fused_add_rms_norm(
     return out, residual_out
 
 
-def static_scaled_fp8_quant(
-    x: Tensor, scale: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None,
-    variant: str = "",
-) -> Tensor:
-    v = _variant("static_scaled_fp8_quant", zero_point, variant)
-    scheme = _fp8("static_scaled_fp8_quant", fp8_dtype, True, "tensor", 0, False, False, DEFAULT_GROUP_EPS, v)
-    return L.quant(x, scheme, scale, zero_point=zero_point)[0]
+def _named(spec: OpSpec, signature: inspect.Signature,
+           launch: Callable[..., Any]) -> Callable[..., Any]:
+    launch.__name__ = launch.__qualname__ = spec.name
+    launch.__dict__["__signature__"] = signature
+    return launch
 
 
-def dynamic_scaled_fp8_quant(
-    x: Tensor, fp8_dtype: torch.dtype = _E4M3, zero_point: Tensor | None = None, variant: str = ""
-) -> tuple[Tensor, Tensor]:
-    v = _variant("dynamic_scaled_fp8_quant", zero_point, variant)
-    q, scale = L.quant(
-        x, _fp8("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", 0, False, False, DEFAULT_GROUP_EPS, v),
-        zero_point=zero_point)
-    assert scale is not None
-    return q, scale
+@lru_cache(maxsize=256)
+def _form_scheme(op: str, dtype: torch.dtype, variant: QuantVariant,
+                 fields: tuple[tuple[str, Any], ...]) -> QuantScheme:
+    """The scheme of an unfused quant's arguments (the native's checks and messages)."""
+    form = SPECS[op].form
+    assert form is not None
+    if form.dtype == "fp8":
+        try:
+            fp8_max(dtype)
+        except ValueError as e:
+            raise ValueError(f"{op}: {e}") from None
+    return QuantScheme(dtype, form.static, form.granularity, variant=variant,
+                       **{FORM_FIELDS[n]: v for n, v in fields})
 
 
-def dynamic_per_token_scaled_fp8_quant(
-    x: Tensor, scale_ub: Tensor | None = None, fp8_dtype: torch.dtype = _E4M3,
-    zero_point: Tensor | None = None, variant: str = "",
-) -> tuple[Tensor, Tensor]:
-    v = _variant("dynamic_per_token_scaled_fp8_quant", zero_point, variant)
-    scheme = _fp8("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token", 0, False,
-                  False, DEFAULT_GROUP_EPS, v)
-    q, scales = L.quant(x, scheme, None, scale_ub, zero_point=zero_point)
-    assert scales is not None
-    return q, scales
+def _unfused_quant(spec: OpSpec) -> Callable[..., Any]:
+    """The launcher of an unfused quant op, with its native's signature: its form and its
+    scheme parameters make the scheme; q, and the scales of a dynamic form."""
+    signature, bind = native_binder(spec)
+    assert spec.form is not None
+    static, grouped, names = spec.form.static, spec.form.granularity == "group", spec.param_names
+    at = {n: names.index(n) for n in names}
+    fields = [(n, at[n]) for n in names if n in FORM_FIELDS]
+    scale, scale_ub = at.get("scale"), at.get("scale_ub")
+    dtype_at = at.get("fp8_dtype")
+
+    def launch(*args: Any, **kwargs: Any) -> Any:
+        values = bind(args, kwargs)
+        zero_point, variant = values[at["zero_point"]], values[at["variant"]]
+        v = _variant(spec.name, zero_point, variant)
+        group = {n: values[i] for n, i in fields}
+        if grouped and group["group_size"] <= 0:
+            raise ValueError(f"{spec.name}: group_size {group['group_size']} must be positive")
+        dtype = torch.int8 if dtype_at is None else values[dtype_at]
+        scheme = _form_scheme(spec.name, dtype, v, tuple(group.items()))
+        q, scales = L.quant(values[0], scheme, None if scale is None else values[scale],
+                            None if scale_ub is None else values[scale_ub], spec.name,
+                            zero_point=zero_point)
+        return q if static else (q, scales)
+
+    return _named(spec, signature, launch)
 
 
-def per_token_group_fp8_quant(
-    x: Tensor,
-    group_size: int,
-    column_major_scales: bool = False,
-    use_ue8m0: bool = False,
-    eps: float = DEFAULT_GROUP_EPS,
-    fp8_dtype: torch.dtype = _E4M3,
-    zero_point: Tensor | None = None,
-    variant: str = "",
-) -> tuple[Tensor, Tensor]:
-    v = _variant("per_token_group_fp8_quant", zero_point, variant)
-    if group_size <= 0:
-        raise ValueError(f"per_token_group_fp8_quant: group_size {group_size} must be positive")
-    scheme = _fp8(
-        "per_token_group_fp8_quant",
-        fp8_dtype,
-        False,
-        "group",
-        group_size,
-        column_major_scales,
-        use_ue8m0,
-        eps,
-        v,
-    )
-    q, scales = L.quant(x, scheme, zero_point=zero_point)
-    assert scales is not None
-    return q, scales
+def _act_and_mul(spec: OpSpec) -> Callable[..., Any]:
+    """The launcher of an act-and-mul op: one kernel template, the activation a code, the
+    op's own scalars (before `up`, as in the native) its arguments."""
+    signature, bind = native_binder(spec)
+    own = [spec.param_names.index(p.name) for p in spec.own_scalars]
+    up_at = spec.param_names.index("up")
+
+    def launch(*args: Any, **kwargs: Any) -> Tensor:
+        values = bind(args, kwargs)
+        return L.act(spec.name, values[0], values[up_at],
+                     scalars=tuple(float(values[i]) for i in own))[0]
+
+    return _named(spec, signature, launch)
 
 
-def static_scaled_int8_quant(
-    x: Tensor, scale: Tensor, zero_point: Tensor | None = None, variant: str = ""
-) -> Tensor:
-    v = _variant("static_scaled_int8_quant", zero_point, variant)
-    scheme = _INT8_STATIC if v.is_default else QuantScheme(torch.int8, True, "tensor", variant=v)
-    return L.quant(x, scheme, scale, zero_point=zero_point)[0]
+def _sparse_act_and_mul(spec: OpSpec) -> Callable[..., Any]:
+    """The launcher of a sparse act-and-mul op (one program per row)."""
+    signature, bind = native_binder(spec)
 
+    def launch(*args: Any, **kwargs: Any) -> Tensor:
+        x, std_multiplier, approximate, up = bind(args, kwargs)
+        return L.sparse_act(spec.name, x, std_multiplier, approximate, up)
 
-def dynamic_per_token_scaled_int8_quant(
-    x: Tensor, zero_point: Tensor | None = None, variant: str = ""
-) -> tuple[Tensor, Tensor]:
-    v = _variant("dynamic_per_token_scaled_int8_quant", zero_point, variant)
-    scheme = _INT8_TOKEN if v.is_default else QuantScheme(torch.int8, False, "token", variant=v)
-    q, scales = L.quant(x, scheme, zero_point=zero_point)
-    assert scales is not None
-    return q, scales
-
-
-def silu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
-    return L.act("silu_and_mul", x, up)[0]
-
-
-def gelu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
-    return L.act("gelu_and_mul", x, up)[0]
-
-
-def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
-    return L.act("gelu_tanh_and_mul", x, up)[0]
-
-
-def fatrelu_and_mul(x: Tensor, threshold: float = 0.0, up: Tensor | None = None) -> Tensor:
-    return L.act("fatrelu_and_mul", x, up, scalars=(float(threshold),))[0]
-
-
-def gelu_and_mul_sparse(
-    x: Tensor, std_multiplier: float, approximate: str = "none", up: Tensor | None = None
-) -> Tensor:
-    return L.sparse_act("gelu_and_mul_sparse", x, std_multiplier, approximate, up)
+    return _named(spec, signature, launch)
 
 
 def _scheme(op: str, scale: Tensor | None, scale_ub: Tensor | None,
@@ -216,11 +180,6 @@ def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
     return fused
 
 
-silu_and_mul_quant = _act_and_mul_quant("silu_and_mul")
-gelu_and_mul_quant = _act_and_mul_quant("gelu_and_mul")
-gelu_tanh_and_mul_quant = _act_and_mul_quant("gelu_tanh_and_mul")
-
-
 def _check_groups(op: str, x: Tensor, scheme: QuantScheme) -> None:
     hidden = x.shape[-1] if x.dim() else 0
     if scheme.granularity == "group" and hidden % scheme.group_size:
@@ -229,26 +188,24 @@ def _check_groups(op: str, x: Tensor, scheme: QuantScheme) -> None:
         )
 
 
-FUNCTIONS = {
-    name: globals()[name]
-    for name in (
-        "rms_norm",
-        "fused_add_rms_norm",
-        "static_scaled_fp8_quant",
-        "dynamic_scaled_fp8_quant",
-        "dynamic_per_token_scaled_fp8_quant",
-        "per_token_group_fp8_quant",
-        "static_scaled_int8_quant",
-        "dynamic_per_token_scaled_int8_quant",
-        "silu_and_mul",
-        "gelu_and_mul",
-        "gelu_tanh_and_mul",
-        "fatrelu_and_mul",
-        "gelu_and_mul_sparse",
-        "rms_norm_quant",
-        "fused_add_rms_norm_quant",
-        "silu_and_mul_quant",
-        "gelu_and_mul_quant",
-        "gelu_tanh_and_mul_quant",
-    )
+# Each op's launcher, derived from its catalog spec's family (the norms written above).
+_BY_FAMILY: dict[str, Callable[[OpSpec], Callable[..., Any]]] = {
+    "quant": _unfused_quant, "act_and_mul": _act_and_mul,
+    "sparse_act_and_mul": _sparse_act_and_mul,
 }
+_NORMS = {f.__name__: f for f in (rms_norm, fused_add_rms_norm, rms_norm_quant,
+                                  fused_add_rms_norm_quant)}
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    spec.name: _NORMS[spec.name] if spec.name in _NORMS
+    else _act_and_mul_quant(spec.producer) if spec.fused and spec.producer is not None
+    else _BY_FAMILY[spec.family](spec)
+    for spec in SPECS.values()
+}
+
+
+def __getattr__(name: str) -> Callable[..., Any]:
+    """`functions.<op>`: every op's launcher, the derived ones too."""
+    try:
+        return FUNCTIONS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

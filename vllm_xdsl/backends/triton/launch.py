@@ -20,6 +20,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
+from vllm_xdsl.core.catalog import quant_specs
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
@@ -367,14 +368,8 @@ def quant(
     return q, scales
 
 
-_QUANT_OP = {
-    (True, True, "tensor"): "static_scaled_fp8_quant",
-    (True, False, "tensor"): "dynamic_scaled_fp8_quant",
-    (True, False, "token"): "dynamic_per_token_scaled_fp8_quant",
-    (True, False, "group"): "per_token_group_fp8_quant",
-    (False, True, "tensor"): "static_scaled_int8_quant",
-    (False, False, "token"): "dynamic_per_token_scaled_int8_quant",
-}
+_QUANT_OP = {(s.form.dtype == "fp8", s.form.static, s.form.granularity): s.name
+             for s in quant_specs() if s.form is not None}
 
 
 def act(

@@ -13,6 +13,7 @@ from typing import Any
 
 from vllm_xdsl.backends.triton.spec import (
     ACT_DTYPES,
+    QUANT_OPS,
     SPARSE_ACT_OPS,
     default_block_size,
     default_num_warps,
@@ -64,13 +65,11 @@ def _device_problem(metas: list[TensorMeta]) -> str | None:
 
 def _tiled(op: str, args: dict[str, Any]) -> bool:
     """Whether the op's kernel splits rows into column tiles (spec.tileable)."""
-    if op in (
-        *ACTIVATIONS,
-        "static_scaled_fp8_quant",
-        "static_scaled_int8_quant",
-        "per_token_group_fp8_quant",
-    ):
+    if op in ACTIVATIONS:
         return True
+    if op in QUANT_OPS:  # its form: static, or per group
+        _, static, granularity = QUANT_OPS[op]
+        return static or granularity == "group"
     return op in FUSED_ACT_OPS and (args["static"] or args["granularity"] == "group")
 
 
@@ -118,8 +117,8 @@ def supports_args(op: str, **args: Any) -> bool | str:
     r = args.get("residual")
     if problem is None and r is not None and r.dtype not in ACT_DTYPES:
         problem = f"residual dtype {r.dtype} is not f16, bf16 or f32"
-    if problem is None and op == "per_token_group_fp8_quant":
-        problem = _group_problem("group", args["group_size"])
+    if problem is None and op in QUANT_OPS:
+        problem = _group_problem(QUANT_OPS[op][2], args.get("group_size", 0))
     if problem is None and "granularity" in args:
         problem = _group_problem(args["granularity"], args["group_size"])
     return problem or True

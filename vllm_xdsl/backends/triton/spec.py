@@ -37,27 +37,23 @@ from typing import Any
 
 import torch
 
+from vllm_xdsl.core.catalog import quant_specs
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.core.variant import EPILOGUE_FIELDS, SCALE_FIELDS
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
+from vllm_xdsl.ops.dtypes import FP8_DTYPES
 
 NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
 # The act-and-mul family (ops/activations.py), plain and fused with a quant.
 ACT_OPS = (*ACTIVATIONS, *FUSED_ACT_OPS)
 # Act-and-mul ops whose gate is first sparsified by statistics of its row (one block a row).
 SPARSE_ACT_OPS = ("gelu_and_mul_sparse",)
-# The unfused quant ops, with what their scheme must look like: (dtypes, static, granularity).
+# The unfused quant ops, with what their scheme must look like: (dtypes, static, granularity)
+# (their catalog forms).
+_FORM_DTYPES = {"fp8": FP8_DTYPES, "int8": (torch.int8,)}
 QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
-    "static_scaled_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), True, "tensor"),
-    "dynamic_scaled_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), False, "tensor"),
-    "dynamic_per_token_scaled_fp8_quant": (
-        (torch.float8_e4m3fn, torch.float8_e4m3fnuz),
-        False,
-        "token",
-    ),
-    "per_token_group_fp8_quant": ((torch.float8_e4m3fn, torch.float8_e4m3fnuz), False, "group"),
-    "static_scaled_int8_quant": ((torch.int8,), True, "tensor"),
-    "dynamic_per_token_scaled_int8_quant": ((torch.int8,), False, "token"),
+    s.name: (_FORM_DTYPES[s.form.dtype], s.form.static, s.form.granularity)
+    for s in quant_specs() if s.form is not None
 }
 FUSED_QUANT_OPS = ("rms_norm_quant", "fused_add_rms_norm_quant", *FUSED_ACT_OPS)
 ALL_OPS = (*NORM_OPS, *QUANT_OPS, *ACT_OPS, *SPARSE_ACT_OPS)
@@ -264,8 +260,7 @@ def _short(dtype: torch.dtype) -> str:
 def variant_fields(op: str, args: dict[str, Any]) -> tuple[str, ...]:
     """The quant variant fields the Triton kernel of `op` implements: the scale fields for
     every dynamic scale (per tensor: computed once from the absmax kernel's global absmax)."""
-    dynamic = op in ("dynamic_per_token_scaled_fp8_quant", "dynamic_per_token_scaled_int8_quant",
-                     "per_token_group_fp8_quant", "dynamic_scaled_fp8_quant") or (
+    dynamic = (op in QUANT_OPS and not QUANT_OPS[op][1]) or (
         args.get("static") is False and args.get("granularity") in ("token", "group"))
     return EPILOGUE_FIELDS + SCALE_FIELDS if dynamic else EPILOGUE_FIELDS
 
