@@ -4,9 +4,9 @@ why): adding an op cannot silently leave one out, and an opt-out cannot outlive 
 The pieces (core.catalog.PIECES), beside the native every spec must name:
 - triton: a Triton launcher, registered as provider "triton", on a kernel template family;
 - raise: a raise form: raise-native's pattern modules build the op (its IR class), or, for
-  an act-and-mul member, raise_silu.py matches its activation (it builds the member from
-  the catalog);
-- vllm: a vLLM mapping: raise_vllm.py builds the op from a vLLM op (its IR class), or its
+  an act-and-mul member, raising/act_and_mul.py matches its activation (it builds the
+  member from the catalog);
+- vllm: a vLLM mapping: raising/vllm_forms.py builds the op from a vLLM op (its IR class), or its
   table of forms names the op in the "raised to" column.
 """
 
@@ -24,12 +24,14 @@ from vllm_xdsl.core import catalog
 from vllm_xdsl.dialects.vllm_interfaces import op_class_name
 from vllm_xdsl.ops.op import resolve_native
 
-_TRANSFORMS = Path(__file__).parent.parent / "vllm_xdsl" / "transforms"
+_RAISING = Path(__file__).parent.parent / "vllm_xdsl" / "transforms" / "raising"
+# raise-native's modules that read vLLM's own calls, not native decompositions
+_VLLM_FORMS = ("vllm_forms.py", "kernel_call.py", "vllm_schemas.py")
 
 
-def _sources(pattern: str, skip: str = "") -> str:
-    files = [p for p in sorted(_TRANSFORMS.rglob(pattern)) if not skip or skip not in p.name]
-    assert files, f"no {pattern} under {_TRANSFORMS}"
+def _sources(pattern: str, skip: tuple[str, ...] = ()) -> str:
+    files = [p for p in sorted(_RAISING.glob(pattern)) if p.name not in skip]
+    assert files, f"no {pattern} under {_RAISING}"
     return "\n".join(p.read_text() for p in files)
 
 
@@ -40,14 +42,14 @@ def _has_triton(spec: catalog.OpSpec) -> bool:
 
 
 def _has_raise(spec: catalog.OpSpec) -> bool:
-    if f"{op_class_name(spec.name)}" in _sources("raise*.py", skip="raise_vllm"):
+    if f"{op_class_name(spec.name)}" in _sources("*.py", skip=_VLLM_FORMS):
         return True
     return (spec.family == "act_and_mul" and not spec.fused
-            and f'"{spec.activation}"' in _sources("raise_silu.py"))
+            and f'"{spec.activation}"' in _sources("act_and_mul.py"))
 
 
 def _has_vllm(spec: catalog.OpSpec) -> bool:
-    source = _sources("raise_vllm*.py")
+    source = "\n".join(_sources(name) for name in _VLLM_FORMS)
     raised_to = [row.split("|")[2] for row in source.splitlines()
                  if row.startswith("| ") and row.count("|") >= 4]
     return op_class_name(spec.name) in source or any(
