@@ -73,8 +73,11 @@ def run(site: Path, cache: Path, script: str, *args: str) -> dict:
            "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     env.pop("VLLM_XDSL_PRIORITY", None)
     # The test providers compete with native only: Triton's CPU interpreter (which the
-    # suite enables for the Triton tests) would be one more, very slow, candidate.
+    # suite enables for the Triton tests) would be one more, very slow, candidate, and the
+    # host build of the kernels (provider cpu) one whose calls the virtual clock cannot
+    # price (it would be timed at 0 us): without a compiler neither is available.
     env.pop("TRITON_INTERPRET", None)
+    env["VLLM_XDSL_CXX"] = str(Path(sys.executable).parent / "no-such-compiler")
     proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
