@@ -5,7 +5,7 @@ without a GPU."""
 
 import pytest
 import torch
-from helpers.triton import (  # before the kernels: it sets up the interpreter
+from helpers.triton_cases import (  # before the kernels: it sets up the interpreter
     DEVICE,
     DTYPES,
     SCHEME_IDS,

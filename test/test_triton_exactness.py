@@ -4,7 +4,7 @@ GPU; on an NVIDIA sm_89+ GPU also with the GPU's own conversions)."""
 
 import pytest
 import torch
-from helpers.triton import (  # before the kernels: it sets up the interpreter
+from helpers.triton_cases import (  # before the kernels: it sets up the interpreter
     DEVICE,
     E4M3,
     E4M3UZ,

@@ -6,7 +6,7 @@ norm (plain and with the add) and with an act-and-mul."""
 
 import pytest
 import torch
-from helpers.triton import (  # before the kernels: it sets up the interpreter
+from helpers.triton_cases import (  # before the kernels: it sets up the interpreter
     DEVICE,
     E4M3,
     E4M3UZ,

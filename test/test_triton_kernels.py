@@ -1,13 +1,13 @@
 """The generated Triton kernels against the native contracts (docs/OPS.md tolerances).
 
-Without a GPU the kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1, set by helpers/triton.py
+Without a GPU the kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1, set by helpers/triton_cases.py
 before any kernel is created). The grid is reduced to stay fast: tokens {1, 7, 17},
 hidden {16, 64}, plus 4096-wide cases; every family, every scheme, both fp8 flavours.
 """
 
 import pytest
 import torch
-from helpers.triton import (  # before the kernels: it sets up the interpreter
+from helpers.triton_cases import (  # before the kernels: it sets up the interpreter
     DEVICE,
     DTYPES,
     E4M3,
