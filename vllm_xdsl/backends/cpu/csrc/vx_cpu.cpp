@@ -479,28 +479,6 @@ int launch_act(const Params& p, int act, int scheme, int dtype) {
   }
 }
 
-Params quant_params(void* q, float* scales, const float* scale, const float* scale_ub, int fnuz,
-                    int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0,
-                    float group_eps, float qmax, const Variant* variant) {
-  Params p = {};
-  if (variant != nullptr) {
-    p.has_variant = 1;
-    p.variant = *variant;
-  }
-  p.out = q;
-  p.scales = scales;
-  p.scale = scale;
-  p.scale_ub = scale_ub;
-  p.fnuz = fnuz;
-  p.group_size = group_size;
-  p.s_stride_t = s_stride_t;
-  p.s_stride_g = s_stride_g;
-  p.ue8m0 = ue8m0;
-  p.group_eps = group_eps;
-  p.qmax = qmax;
-  return p;
-}
-
 // Dynamic per-tensor: the absmax of every row (NaN kept), reduced over the threads.
 template <typename T> float tensor_absmax(const Params& p) {
   float m = 0.f;

@@ -123,28 +123,6 @@ static int launch_act(Params p, int act, int scheme, int dtype, vxStream_t strea
   }
 }
 
-static Params quant_params(void* q, float* scales, const float* scale, const float* scale_ub,
-                           int fnuz, int64_t group_size, int64_t s_stride_t, int64_t s_stride_g,
-                           int ue8m0, float group_eps, float qmax, const Variant* variant) {
-  Params p = {};
-  if (variant != nullptr) {
-    p.has_variant = 1;
-    p.variant = *variant;
-  }
-  p.out = q;
-  p.scales = scales;
-  p.scale = scale;
-  p.scale_ub = scale_ub;
-  p.fnuz = fnuz;
-  p.group_size = group_size;
-  p.s_stride_t = s_stride_t;
-  p.s_stride_g = s_stride_g;
-  p.ue8m0 = ue8m0;
-  p.group_eps = group_eps;
-  p.qmax = qmax;
-  return p;
-}
-
 #define VX_QUANT_ARGS                                                                      \
   const float *scale, const float *scale_ub, int scheme, int fnuz, float qmax,             \
       int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0, float group_eps, \
