@@ -74,10 +74,9 @@ def test_real_kernels_raised_fused_and_bit_exact(static: bool, v2: bool) -> None
 def test_cpu_norm_and_act_kernels_left_alone() -> None:
     """vLLM CPU's `_C.rms_norm` and `_C.silu_and_mul` round once from f32 (vllm_forms.py's
     module doc): read now that their `out` is read, but not raised onto our ops."""
-    from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
-
     from vllm_xdsl.dialects import make_context
     from vllm_xdsl.frontend import capture, import_graph
+    from vllm_xdsl.transforms.raising.raise_native import RaiseNativePass
 
     def fn(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         n = torch.empty_like(x)
