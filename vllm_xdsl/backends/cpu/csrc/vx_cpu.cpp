@@ -502,14 +502,6 @@ template <typename T> float tensor_absmax(const Params& p) {
 
 }  // namespace
 
-#define VX_QUANT_ARGS                                                                      \
-  const float *scale, const float *scale_ub, int scheme, int fnuz, float qmax,             \
-      int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0, float group_eps, \
-      const Variant *variant
-#define VX_QUANT_PARAMS(q, scales)                                                          \
-  quant_params(q, scales, scale, scale_ub, fnuz, group_size, s_stride_t, s_stride_g, ue8m0, \
-               group_eps, qmax, variant)
-
 // The launchers of vx_kernels.cu, argument for argument (library.py's SIGNATURES); the
 // stream arguments are unused.
 extern "C" {

@@ -387,3 +387,12 @@ inline Params quant_params(void* q, float* scales, const float* scale, const flo
 }
 
 }  // namespace vx
+
+// The quant arguments of an extern "C" launcher, and its Params from them (both builds).
+#define VX_QUANT_ARGS                                                                      \
+  const float *scale, const float *scale_ub, int scheme, int fnuz, float qmax,             \
+      int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0, float group_eps, \
+      const Variant *variant
+#define VX_QUANT_PARAMS(q, scales)                                                          \
+  quant_params(q, scales, scale, scale_ub, fnuz, group_size, s_stride_t, s_stride_g, ue8m0, \
+               group_eps, qmax, variant)

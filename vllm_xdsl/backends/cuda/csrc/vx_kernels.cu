@@ -123,14 +123,6 @@ static int launch_act(Params p, int act, int scheme, int dtype, vxStream_t strea
   }
 }
 
-#define VX_QUANT_ARGS                                                                      \
-  const float *scale, const float *scale_ub, int scheme, int fnuz, float qmax,             \
-      int64_t group_size, int64_t s_stride_t, int64_t s_stride_g, int ue8m0, float group_eps, \
-      const Variant *variant
-#define VX_QUANT_PARAMS(q, scales)                                                          \
-  quant_params(q, scales, scale, scale_ub, fnuz, group_size, s_stride_t, s_stride_g, ue8m0, \
-               group_eps, qmax, variant)
-
 extern "C" {
 
 const char* vx_last_error(void) { return g_error; }
