@@ -46,7 +46,8 @@ def _name_of_overload(attr: Any) -> str | None:
 
 def read_call(op: CallOp) -> KernelCall | None:
     """The call `op` makes, if it is a vLLM op of SCHEMAS (None otherwise, or when a
-    functionalized argument is a view of its base: its new contents are not a value).
+    functionalized argument is a slice or strided view of its base: its new contents are
+    not a value; a view with the base's whole layout is read as the base).
     Arguments are named as in SCHEMAS, whatever the schema the graph was traced with calls
     them (vllm_schemas.spelling)."""
     target = op.target.data
@@ -99,7 +100,8 @@ def read_call(op: CallOp) -> KernelCall | None:
 
 
 VIEW_KEYS = ("size", "stride", "storage_offset", "slice_dim", "slice_start", "slice_end")
-"""auto_functionalized_v2's keywords of an argument written through a view of its base."""
+"""auto_functionalized_v2's keywords of an argument written through a slice or strided view
+of its base."""
 
 
 def _bind(sp: schemas.Spelling, given: dict[str, Any]) -> dict[str, Any] | None:

@@ -37,7 +37,8 @@ the CUDA kernels of the rows above (backends/vllm_c/kernels.py measured it),
 `_C.dynamic_scaled_fp8_quant` (per tensor; its scale is not read here as the
 contract's floor), int8 with a zero point (`azp`: the kernel rounds before adding it),
 int8 out of the fused dynamic kernels (floored at FLT_EPSILON, the contract at 0), ue8m0
-or transposed group scales, and an argument written through a view of its base.
+or transposed group scales, and an argument written through a slice or strided view of
+its base (a view with its base's whole layout, `_x_alias`, is read as the base).
 
 The fused kernels are raised as their compositions: fuse-norm-quant fuses them onto the
 fused ops on meaning, with every other pair of the graph. `silu_and_mul_quant` and
