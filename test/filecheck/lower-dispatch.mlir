@@ -1,7 +1,6 @@
 // RUN: vllm-opt %s --split-input-file --lower-dispatch=target=cuda | filecheck %s --check-prefix=CUDA
 // RUN: vllm-opt %s --split-input-file --lower-dispatch=target=rocm | filecheck %s --check-prefix=ROCM
 // RUN: vllm-opt %s --split-input-file --lower-dispatch=target=cpu | filecheck %s --check-prefix=CPU
-// RUN: vllm-opt %s --split-input-file --lower-dispatch="target=cpu priority=cpu" | filecheck %s --check-prefix=CPUDEF
 // RUN: vllm-opt %s --split-input-file --lower-dispatch | filecheck %s --check-prefix=DEFAULT
 // RUN: vllm-opt %s --split-input-file --lower-dispatch="target=cuda priority=rms_norm=triton,native;silu_and_mul=native" | filecheck %s --check-prefix=PRIO
 // RUN: vllm-opt %s --split-input-file --lower-dispatch="target=rocm priority=triton" | filecheck %s --check-prefix=TRITON
@@ -57,16 +56,6 @@ func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<40
 // ROCM-NEXT:    %gq, %gs = rocm.per_token_group_fp8_quant %h {group_size = 96 : i64, vec_width = 8 : i64}
 
 // Target cpu: the native decomposition, in the native's order of casts.
-// Target cpu with the host build of the kernels (opt-in; no vector-width property), the
-// in-place fused add as on cuda.
-// CPUDEF-LABEL: func.func @layer
-// CPUDEF-NEXT:    %y = cpu.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.000000e-05 : f64} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-// CPUDEF-NEXT:    %q = cpu.rms_norm_quant %x weight(%w : tensor<4096xbf16>) scale(%s : tensor<1xf32>) {epsilon = 1.000000e-06 : f64, scheme = #vllm.quant<static per_tensor>} : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>
-// CPUDEF-NEXT:    %r_copy = torch.call "aten::clone.default"(%r) [#torch.operand<0>] : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
-// CPUDEF-NEXT:    %o, %ro = cpu.fused_add_rms_norm %y, %r_copy weight(%w : tensor<4096xbf16>) {epsilon = 1.000000e-06 : f64, inplace} : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
-// CPUDEF-NEXT:    %m = cpu.silu_and_mul %g : tensor<?x8192xbf16> -> tensor<?x4096xbf16>
-// CPUDEF-NEXT:    %gq, %gs = cpu.per_token_group_fp8_quant %h {group_size = 96 : i64} : tensor<?x4032xf16> -> tensor<?x4032xf8E4M3FN>, tensor<?x42xf32>
-// CPUDEF-NEXT:    func.return
 
 // CPU-LABEL: func.func @layer
 // CPU-NEXT:    %y_t = torch.call "prims::convert_element_type.default"(%x) [#torch.operand<0>, #torch.dtype<f32>] : (tensor<?x4096xbf16>) -> tensor<?x4096xf32>
