@@ -201,7 +201,11 @@ def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace,
         cmd += ["--profile"] if args.profile else []
         if args.cpus:
             cmd = ["taskset", "-c", args.cpus, *cmd]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                                  timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"no result within {args.timeout} s"}
     log = proc.stdout + proc.stderr
     if args.log_dir:
         Path(args.log_dir).mkdir(parents=True, exist_ok=True)
@@ -238,7 +242,7 @@ def _available_ways(ways: list[str]) -> tuple[list[str], list[str]]:
     return kept, notes
 
 
-def _summary(model: str, runs: list[dict[str, Any]]) -> str:
+def _summary(runs: list[dict[str, Any]]) -> str:
     """Kernel counts per decode step and what our compiler raised, fused and lowered."""
     ok = [r for r in runs if "error" not in r]
     if not ok:
@@ -261,6 +265,79 @@ def _summary(model: str, runs: list[dict[str, Any]]) -> str:
     parts.append(f"torch threads {ok[-1]['torch_threads']}, affinity {ok[-1]['affinity']}, "
                  f"priority {ok[-1]['priority']}")
     return "; ".join(parts)
+
+
+def _report(results: dict[tuple[str, str], list[dict[str, Any]]], prefill_tokens: int) -> None:
+    """The table (medians over starts, ratios to plain vLLM of the same model) and, per way,
+    the kernels of a decode step and what our compiler did."""
+    keys = list(dict.fromkeys(k for k, _ in results))
+    ways = list(dict.fromkeys(w for _, w in results))
+    print(f"\n| model | way | starts | start-up s | prefill ms ({prefill_tokens} tok) | "
+          f"decode ms/tok | start-up x | prefill x | decode x | tokens = plain | fallback lines |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def med(key: str, way: str, field: str) -> float | None:
+        vals = [r[field] for r in results.get((key, way), []) if "error" not in r]
+        return statistics.median(vals) if vals else None
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return f"{a / b:.2f}" if a is not None and b else "-"
+
+    for key in keys:
+        plain_tokens = next((r["tokens"] for r in results.get((key, "plain"), [])
+                             if "error" not in r), None)
+        for way in ways:
+            runs = results.get((key, way), [])
+            errors = [r["error"] for r in runs if "error" in r]
+            if not runs or len(errors) == len(runs):
+                print(f"| {key} | {way} | failed: {errors[0] if errors else 'not run'} |")
+                continue
+            s, p, d = (med(key, way, k) or 0.0 for k in ("startup", "prefill", "decode"))
+            ps, pp, pd = (med(key, "plain", k) for k in ("startup", "prefill", "decode"))
+            same = all(r["tokens"] == plain_tokens for r in runs if "error" not in r)
+            fb = max(r["fallbacks"] for r in runs if "error" not in r)
+            print(f"| {key} | {way} | {len(runs) - len(errors)} | {s:.1f} | {p * 1e3:.2f} | "
+                  f"{d * 1e3:.3f} | {ratio(s, ps)} | {ratio(p, pp)} | {ratio(d, pd)} | {same} "
+                  f"| {fb} |")
+    print()
+    for key in keys:
+        for way in ways:
+            if (key, way) in results:
+                print(f"- {key} {way}: {_summary(results[(key, way)])}")
+                print(f"  {_breakdown(results[(key, way)])}")
+
+
+# torch.profiler names, by what they compute, for the step breakdown
+PROFILE_GROUPS = {
+    "int8/fp8 GEMMs": ("_C::onednn_scaled_mm", "_C::int8_scaled_mm_with_quant",
+                       "aten::_scaled_mm"),
+    "bf16 GEMM": ("aten::mm", "aten::addmm"),
+    "attention": ("_C::cpu_attention_with_kv_cache", "_C::cpu_attn_reshape_and_cache"),
+    "_C quants": ("_C::static_scaled_int8_quant", "_C::dynamic_scaled_int8_quant"),
+    # the compiled graph's own time: its Inductor kernels (norms, act-and-mul, fused quants)
+    "compiled-graph kernels": ("## Call CompiledFxGraph",),
+}
+
+
+def _breakdown(runs: list[dict[str, Any]]) -> str:
+    """Median ms per step of PROFILE_GROUPS (self CPU time) in the profiled decode and
+    prefill runs, the rest being Python, framework and small ops."""
+    ok = [r for r in runs if "error" not in r and "profile_decode" in r]
+    if not ok:
+        return ""
+    out = []
+    for phase in ("decode", "prefill"):
+        groups: dict[str, list[float]] = {}
+        for r in ok:
+            prof = r[f"profile_{phase}"]
+            for name, prefixes in PROFILE_GROUPS.items():
+                groups.setdefault(name, []).append(sum(
+                    us for n, _, us in prof["top"] if n.startswith(prefixes)))
+            groups.setdefault("step", []).append(prof["wall_us"])
+        step = statistics.median(groups.pop("step"))
+        parts = ", ".join(f"{n} {statistics.median(v) / 1e3:.2f}" for n, v in groups.items())
+        out.append(f"{phase} step {step / 1e3:.2f} ms: {parts}")
+    return "; ".join(out)
 
 
 def main() -> None:
@@ -291,9 +368,16 @@ def main() -> None:
     parser.add_argument("--way", help=argparse.SUPPRESS)
     parser.add_argument("--ckpt", help=argparse.SUPPRESS)
     parser.add_argument("--quantization", help=argparse.SUPPRESS)
+    parser.add_argument("--report", metavar="JSON",
+                        help="print the table of a run saved with --json (also a partial one)")
     args = parser.parse_args()
     if args.child:
         child(args)
+        return
+    if args.report:
+        saved = json.loads(Path(args.report).read_text())
+        _report({(k.split(" | ")[0], k.split(" | ")[1]): v
+                 for k, v in saved["results"].items()}, saved["prefill_tokens"])
         return
     models = [m for m in args.models.split(",") if m]
     ways = [w for w in args.ways.split(",") if w]
@@ -327,44 +411,13 @@ def main() -> None:
                 brief = {k: v for k, v in r.items() if not k.startswith(("profile", "graphs"))}
                 print(f"# {key} round {rnd} {way}: {json.dumps(brief)}", flush=True)
                 results.setdefault((key, way), []).append(r)
+                if args.json:  # after every start: an interrupted run keeps what it measured
+                    Path(args.json).write_text(json.dumps(
+                        {"prefill_tokens": args.prefill_tokens,
+                         "results": {f"{k} | {w}": v for (k, w), v in results.items()}},
+                        indent=1))
     print(f"# load average at end: {os.getloadavg()}", flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(
-            {f"{k} | {w}": v for (k, w), v in results.items()}, indent=1))
-    print(f"\n| model | way | start-up s | prefill ms ({args.prefill_tokens} tok) | "
-          f"decode ms/tok | start-up x | prefill x | decode x | tokens = plain | fallback lines |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-
-    def med(key: str, way: str, field: str) -> float | None:
-        vals = [r[field] for r in results[(key, way)] if "error" not in r]
-        return statistics.median(vals) if vals else None
-
-    def ratio(a: float | None, b: float | None) -> str:
-        return f"{a / b:.2f}" if a is not None and b else "-"
-
-    for model, amx in configs:
-        key = f"{model} amx={amx}"
-        plain_tokens = next((r["tokens"] for r in results[(key, "plain")] if "error" not in r),
-                            None)
-        for way in ways:
-            runs = results[(key, way)]
-            errors = [r["error"] for r in runs if "error" in r]
-            if len(errors) == len(runs):
-                print(f"| {key} | {way} | failed: {errors[0]} |")
-                continue
-            s, p, d = (med(key, way, k) for k in ("startup", "prefill", "decode"))
-            ps, pp, pd = (med(key, "plain", k) for k in ("startup", "prefill", "decode"))
-            same = all(r["tokens"] == plain_tokens for r in runs if "error" not in r)
-            fb = max(r["fallbacks"] for r in runs if "error" not in r)
-            n = len(runs) - len(errors)
-            print(f"| {key} | {way} | {s:.1f} | {p * 1e3:.2f} | {d * 1e3:.3f} | "
-                  f"{ratio(s, ps)} | {ratio(p, pp)} | {ratio(d, pd)} | {same} | {fb} |"
-                  + (f" ({n} of {len(runs)} starts)" if errors else ""))
-    print()
-    for model, amx in configs:
-        key = f"{model} amx={amx}"
-        for way in ways:
-            print(f"- {key} {way}: {_summary(model, results[(key, way)])}")
+    _report(results, args.prefill_tokens)
     for note in notes:
         print(note)
 
