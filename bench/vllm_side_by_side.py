@@ -311,7 +311,10 @@ def _report(results: dict[tuple[str, str], list[dict[str, Any]]], prefill_tokens
 PROFILE_GROUPS = {
     "int8/fp8 GEMMs": ("_C::onednn_scaled_mm", "_C::int8_scaled_mm_with_quant",
                        "aten::_scaled_mm"),
-    "bf16 GEMM": ("aten::mm", "aten::addmm"),
+    # torch's CPU `_scaled_mm` (vLLM's fp8 GEMM here) upcasts the fp8 weight at every call:
+    # its copies, scalings and bf16 GEMMs are its own children, not in its self time
+    "aten copy_/mul (fp8: in _scaled_mm)": ("aten::copy_", "aten::mul"),
+    "aten mm (fp8: in _scaled_mm; LM head)": ("aten::mm", "aten::addmm"),
     "attention": ("_C::cpu_attention_with_kv_cache", "_C::cpu_attn_reshape_and_cache"),
     "_C quants": ("_C::static_scaled_int8_quant", "_C::dynamic_scaled_int8_quant"),
     # the compiled graph's own time: its Inductor kernels (norms, act-and-mul, fused quants)
