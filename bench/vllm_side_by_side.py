@@ -32,6 +32,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test"))
 
 from helpers.vllm_models_config import MODELS, write_checkpoint  # noqa: E402
 
+# Llama, hidden 2048, 4 layers, 16 heads of 128, vocabulary 4096 (so that the LM head, a
+# bf16 GEMM none of the schemes quantize, stays a small part of a step), bf16. Every
+# projection fits vLLM's AMX int8 rule (K % 32 == 0, N % 16 == 0).
+LLAMA_2048: dict[str, Any] = {
+    "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 4,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 128,
+    "vocab_size": 4096, "max_position_embeddings": 512,
+}
+# name -> (checkpoint of vllm_models_config, vLLM's `quantization` argument, shapes)
+BENCH_MODELS: dict[str, tuple[str, str | None, dict[str, Any]]] = {
+    "llama2048_int8_static": ("llama_int8_static", None, LLAMA_2048),
+    "llama2048_int8_dynamic": ("llama_int8_dynamic", None, LLAMA_2048),
+    "llama2048_fp8_per_channel": ("llama", "fp8_per_channel", LLAMA_2048),
+}
+# torch.profiler op names that say which kernels a step ran (counted per step)
+KEY_OPS = ("_C::onednn_scaled_mm", "_C::int8_scaled_mm_with_quant",
+           "_C::static_scaled_int8_quant", "_C::dynamic_scaled_int8_quant",
+           "aten::_scaled_mm", "vllm_xdsl_cpu::")
+
 WAYS = ("plain", "backend", "post_grad")
 # Not run unless asked for: the backend with vLLM's custom ops off, as vLLM's own Inductor
 # config has them (for any other backend vLLM turns them all on: rotary then runs as
@@ -46,6 +65,7 @@ _WAY_ENV = {"backend_as_inductor": {"TORCHINDUCTOR_SIZE_ASSERTS": "0",
 
 
 def _compilation_config(way: str) -> dict[str, Any] | None:
+    way = way.split("@")[0]  # the priority travels in the environment
     if way == "plain":
         return None
     if way == "backend":
@@ -70,16 +90,63 @@ def _timed(llm: Any, prompt: list[int], max_tokens: int, reps: int) -> tuple[flo
     return min(times), tokens
 
 
+def _profile(llm: Any, prompt: list[int], max_tokens: int, steps: int) -> dict[str, Any]:
+    """torch.profiler's ops of one generate, per step: count and self CPU microseconds."""
+    import torch
+    from vllm import SamplingParams, TokensPrompt
+
+    params = SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        llm.generate([TokensPrompt(prompt_token_ids=prompt)], params, use_tqdm=False)
+        wall = time.perf_counter() - t0
+    ops = {e.key: (e.count / steps, e.self_cpu_time_total / steps)
+           for e in prof.key_averages()}
+    top = sorted(ops.items(), key=lambda kv: -kv[1][1])[:25]
+    return {"wall_us": wall * 1e6 / steps,
+            "key_counts": {k: sum(c for n, (c, _) in ops.items() if n.startswith(k))
+                           for k in KEY_OPS},
+            "top": [[n, round(c, 2), round(us, 1)] for n, (c, us) in top]}
+
+
+def _pipeline_counts() -> list[dict[str, Any]]:
+    """Per graph our compiler took: its vllm ops after raising and after fusing, and the
+    non-torch ops after lowering (the provider's), from vllm_xdsl.compile.RESULTS."""
+    from vllm_xdsl.compile import RESULTS
+
+    graphs = []
+    for result in RESULTS.since(0):
+        stages = {st.name: st.op_counts for st in result.stages}
+        last = result.stages[-1].op_counts if result.stages else {}
+        graphs.append({
+            "raised": {k: v for k, v in stages.get("raise-native", {}).items()
+                       if k.startswith("vllm.")},
+            "fused": {k: v for k, v in stages.get("fuse-norm-quant", {}).items()
+                      if k.startswith("vllm.")},
+            "lowered": {k: v for k, v in last.items()
+                        if not k.startswith(("torch.", "func.", "builtin."))},
+            "dispatch": (result.report or "")[:2000],
+        })
+    return graphs
+
+
 def child(args: argparse.Namespace) -> None:
     """One engine start and its measurements; prints one JSON line."""
+    import torch
+
+    if args.amx == "off":  # before vLLM picks its kernels (module doc)
+        torch.cpu._is_amx_tile_supported = lambda: False
     from vllm import LLM
 
+    load0 = os.getloadavg()[0]
     kwargs: dict[str, Any] = {
         "model": args.ckpt,
         "skip_tokenizer_init": True,
         "gpu_memory_utilization": 0.1,
         "max_model_len": 512,
     }
+    if args.quantization:
+        kwargs["quantization"] = args.quantization
     config = _compilation_config(args.way)
     if config is not None:
         kwargs["compilation_config"] = config
@@ -93,12 +160,25 @@ def child(args: argparse.Namespace) -> None:
     t1, _ = _timed(llm, decode_prompt, 1, args.reps)
     tm, tokens = _timed(llm, decode_prompt, args.decode_tokens, args.reps)
     decode = (tm - t1) / (args.decode_tokens - 1)
-    print("RESULT " + json.dumps(
-        {"startup": startup, "prefill": prefill, "decode": decode, "tokens": tokens}
-    ), flush=True)
+    result: dict[str, Any] = {
+        "startup": startup, "prefill": prefill, "decode": decode, "tokens": tokens,
+        "torch_threads": torch.get_num_threads(), "affinity": sorted(os.sched_getaffinity(0)),
+        "load": [round(load0, 2), round(os.getloadavg()[0], 2)],
+        "priority": os.environ.get("VLLM_XDSL_PRIORITY"),
+        "cpu": torch.backends.cpu.get_cpu_capability(),
+        "amx_seen_by_vllm": torch.cpu._is_amx_tile_supported(),
+    }
+    if args.profile:
+        result["profile_prefill"] = _profile(llm, prefill_prompt, 1, 1)
+        result["profile_decode"] = _profile(llm, decode_prompt, args.decode_tokens,
+                                            args.decode_tokens)
+    if args.way != "plain":
+        result["graphs"] = _pipeline_counts()
+    print("RESULT " + json.dumps(result), flush=True)
 
 
-def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace,
+                 amx: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"vllm-bench-{way}-") as tmp:
         env = dict(os.environ)
         env.update(
@@ -107,15 +187,29 @@ def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace) -> 
             TORCHINDUCTOR_CACHE_DIR=f"{tmp}/inductor",
             VLLM_XDSL_CACHE_DIR=f"{tmp}/xdsl",
         )
-        env.update(_WAY_ENV.get(way, {}))
+        env.update(_WAY_ENV.get(way.split("@")[0], {}))
+        env.pop("VLLM_XDSL_PRIORITY", None)
+        if "@" in way:
+            env["VLLM_XDSL_PRIORITY"] = way.split("@")[1]
+        if args.eager_rounding:
+            env["TORCHINDUCTOR_EMULATE_PRECISION_CASTS"] = "1"
+        quantization = BENCH_MODELS[model][1] if model in BENCH_MODELS else None
         cmd = [sys.executable, __file__, "--child", "--way", way, "--ckpt", str(ckpt),
-               "--prefill-tokens", str(args.prefill_tokens),
+               "--prefill-tokens", str(args.prefill_tokens), "--amx", amx,
                "--decode-tokens", str(args.decode_tokens), "--reps", str(args.reps)]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        cmd += ["--quantization", quantization] if quantization else []
+        cmd += ["--profile"] if args.profile else []
+        if args.cpus:
+            cmd = ["taskset", "-c", args.cpus, *cmd]
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                                  timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return {"error": f"no result within {args.timeout} s"}
     log = proc.stdout + proc.stderr
     if args.log_dir:
         Path(args.log_dir).mkdir(parents=True, exist_ok=True)
-        (Path(args.log_dir) / f"{model}-{way}-{int(time.time())}.log").write_text(log)
+        (Path(args.log_dir) / f"{model}-amx_{amx}-{way}-{int(time.time())}.log").write_text(log)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         tail = log.strip().splitlines()[-1:] or ["no output"]
@@ -148,11 +242,123 @@ def _available_ways(ways: list[str]) -> tuple[list[str], list[str]]:
     return kept, notes
 
 
+def _summary(runs: list[dict[str, Any]]) -> str:
+    """Kernel counts per decode step and what our compiler raised, fused and lowered."""
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        return ""
+    parts = []
+    prof = ok[-1].get("profile_decode")
+    if prof:
+        counts = {k: round(v, 1) for k, v in prof["key_counts"].items() if v}
+        parts.append(f"decode-step kernels {counts}")
+    graphs = ok[-1].get("graphs")
+    if graphs:
+        def total(key: str) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for g in graphs:
+                for k, v in g[key].items():
+                    out[k] = out.get(k, 0) + v
+            return out
+        parts.append(f"{len(graphs)} graphs; raised {total('raised')}; "
+                     f"fused {total('fused')}; lowered {total('lowered')}")
+    parts.append(f"torch threads {ok[-1]['torch_threads']}, affinity {ok[-1]['affinity']}, "
+                 f"priority {ok[-1]['priority']}")
+    return "; ".join(parts)
+
+
+def _report(results: dict[tuple[str, str], list[dict[str, Any]]], prefill_tokens: int) -> None:
+    """The table (medians over starts, ratios to plain vLLM of the same model) and, per way,
+    the kernels of a decode step and what our compiler did."""
+    keys = list(dict.fromkeys(k for k, _ in results))
+    ways = list(dict.fromkeys(w for _, w in results))
+    print(f"\n| model | way | starts | start-up s | prefill ms ({prefill_tokens} tok) | "
+          f"decode ms/tok | start-up x | prefill x | decode x | tokens = plain | fallback lines |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def med(key: str, way: str, field: str) -> float | None:
+        vals = [r[field] for r in results.get((key, way), []) if "error" not in r]
+        return statistics.median(vals) if vals else None
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return f"{a / b:.2f}" if a is not None and b else "-"
+
+    for key in keys:
+        plain_tokens = next((r["tokens"] for r in results.get((key, "plain"), [])
+                             if "error" not in r), None)
+        for way in ways:
+            runs = results.get((key, way), [])
+            errors = [r["error"] for r in runs if "error" in r]
+            if not runs or len(errors) == len(runs):
+                print(f"| {key} | {way} | failed: {errors[0] if errors else 'not run'} |")
+                continue
+            s, p, d = (med(key, way, k) or 0.0 for k in ("startup", "prefill", "decode"))
+            ps, pp, pd = (med(key, "plain", k) for k in ("startup", "prefill", "decode"))
+            same = all(r["tokens"] == plain_tokens for r in runs if "error" not in r)
+            fb = max(r["fallbacks"] for r in runs if "error" not in r)
+            print(f"| {key} | {way} | {len(runs) - len(errors)} | {s:.1f} | {p * 1e3:.2f} | "
+                  f"{d * 1e3:.3f} | {ratio(s, ps)} | {ratio(p, pp)} | {ratio(d, pd)} | {same} "
+                  f"| {fb} |")
+    print()
+    for key in keys:
+        for way in ways:
+            if (key, way) in results:
+                print(f"- {key} {way}: {_summary(results[(key, way)])}")
+                print(f"  {_breakdown(results[(key, way)])}")
+
+
+# torch.profiler names, by what they compute, for the step breakdown
+PROFILE_GROUPS = {
+    "int8/fp8 GEMMs": ("_C::onednn_scaled_mm", "_C::int8_scaled_mm_with_quant",
+                       "aten::_scaled_mm"),
+    # torch's CPU `_scaled_mm` (vLLM's fp8 GEMM here) upcasts the fp8 weight at every call:
+    # its copies, scalings and bf16 GEMMs are its own children, not in its self time
+    "aten copy_/mul (fp8: in _scaled_mm)": ("aten::copy_", "aten::mul"),
+    "aten mm (fp8: in _scaled_mm; LM head)": ("aten::mm", "aten::addmm"),
+    "attention": ("_C::cpu_attention_with_kv_cache", "_C::cpu_attn_reshape_and_cache"),
+    "_C quants": ("_C::static_scaled_int8_quant", "_C::dynamic_scaled_int8_quant"),
+    # the compiled graph's own time: its Inductor kernels (norms, act-and-mul, fused quants)
+    "compiled-graph kernels": ("## Call CompiledFxGraph",),
+}
+
+
+def _breakdown(runs: list[dict[str, Any]]) -> str:
+    """Median ms per step of PROFILE_GROUPS (self CPU time) in the profiled decode and
+    prefill runs, the rest being Python, framework and small ops."""
+    ok = [r for r in runs if "error" not in r and "profile_decode" in r]
+    if not ok:
+        return ""
+    out = []
+    for phase in ("decode", "prefill"):
+        groups: dict[str, list[float]] = {}
+        for r in ok:
+            prof = r[f"profile_{phase}"]
+            for name, prefixes in PROFILE_GROUPS.items():
+                groups.setdefault(name, []).append(sum(
+                    us for n, _, us in prof["top"] if n.startswith(prefixes)))
+            groups.setdefault("step", []).append(prof["wall_us"])
+        step = statistics.median(groups.pop("step"))
+        parts = ", ".join(f"{n} {statistics.median(v) / 1e3:.2f}" for n, v in groups.items())
+        out.append(f"{phase} step {step / 1e3:.2f} ms: {parts}")
+    return "; ".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="llama", help="comma list of " + ",".join(MODELS))
+    names = list(MODELS) + list(BENCH_MODELS)
+    parser.add_argument("--models", default="llama", help="comma list of " + ",".join(names))
     parser.add_argument("--ways", default=",".join(WAYS),
                         help="comma list of " + ",".join(WAYS + EXTRA_WAYS))
+    parser.add_argument("--priority", default="default",
+                        help="comma list: each of our ways once per VLLM_XDSL_PRIORITY value "
+                             "(default: unset)")
+    parser.add_argument("--amx", default="on",
+                        help="comma list of on,off: off hides AMX from vLLM (module doc)")
+    parser.add_argument("--cpus", help="pin every engine to these CPUs (taskset -c)")
+    parser.add_argument("--eager-rounding", action="store_true",
+                        help="TORCHINDUCTOR_EMULATE_PRECISION_CASTS=1 for every way")
+    parser.add_argument("--profile", action="store_true",
+                        help="per start, torch.profiler's ops of one prefill and decode run")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--prefill-tokens", type=int, default=128)
     parser.add_argument("--decode-tokens", type=int, default=32)
@@ -160,56 +366,61 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=900)
     parser.add_argument("--ckpt-dir", default=str(Path(tempfile.gettempdir()) / "vllm-bench-ckpt"))
     parser.add_argument("--log-dir", help="keep each engine start's output here")
+    parser.add_argument("--json", help="write every start's result here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--way", help=argparse.SUPPRESS)
     parser.add_argument("--ckpt", help=argparse.SUPPRESS)
+    parser.add_argument("--quantization", help=argparse.SUPPRESS)
+    parser.add_argument("--report", metavar="JSON",
+                        help="print the table of a run saved with --json (also a partial one)")
     args = parser.parse_args()
     if args.child:
         child(args)
         return
+    if args.report:
+        saved = json.loads(Path(args.report).read_text())
+        _report({(k.split(" | ")[0], k.split(" | ")[1]): v
+                 for k, v in saved["results"].items()}, saved["prefill_tokens"])
+        return
     models = [m for m in args.models.split(",") if m]
     ways = [w for w in args.ways.split(",") if w]
-    bad = [m for m in models if m not in MODELS] + [w for w in ways if w not in WAYS + EXTRA_WAYS]
-    if bad or args.rounds < 1 or args.decode_tokens < 2:
+    amxs = [a for a in args.amx.split(",") if a]
+    priorities = [p for p in args.priority.split(",") if p]
+    bad = ([m for m in models if m not in names]
+           + [w for w in ways if w not in WAYS + EXTRA_WAYS]
+           + [a for a in amxs if a not in ("on", "off")])
+    if bad or args.rounds < 1 or args.decode_tokens < 2 or not priorities:
         sys.exit(f"error: bad arguments {bad or ''} (rounds >= 1, decode-tokens >= 2)")
     if "plain" not in ways:
         ways.insert(0, "plain")
     ways, notes = _available_ways(ways)
+    ways = [w if w == "plain" or p == "default" else f"{w}@{p}"
+            for w in ways for p in (priorities if w != "plain" else ["default"])]
+    print(f"# load average at start: {os.getloadavg()}, cpus {args.cpus or 'all'}, "
+          f"amx {amxs}, eager rounding {args.eager_rounding}", flush=True)
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for model in models:
-        ckpt = write_checkpoint(model, Path(args.ckpt_dir) / model)
-        for rnd in range(args.rounds):
+    configs = [(m, a) for m in models for a in amxs]
+    for rnd in range(args.rounds):
+        for model, amx in configs:
+            if model in BENCH_MODELS:
+                base, _, shapes = BENCH_MODELS[model]
+                ckpt = write_checkpoint(base, Path(args.ckpt_dir) / model, shapes=shapes)
+            else:
+                ckpt = write_checkpoint(model, Path(args.ckpt_dir) / model)
+            key = f"{model} amx={amx}"
             order = ways if rnd % 2 == 0 else ways[::-1]
             for way in order:
-                r = _run_variant(model, way, ckpt, args)
-                print(f"# {model} round {rnd} {way}: {json.dumps(r)}", flush=True)
-                results.setdefault((model, way), []).append(r)
-    print(f"\n| model | way | start-up s | prefill ms ({args.prefill_tokens} tok) | "
-          f"decode ms/tok | start-up x | prefill x | decode x | tokens = plain | fallback lines |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    def med(model: str, way: str, key: str) -> float | None:
-        vals = [r[key] for r in results[(model, way)] if "error" not in r]
-        return statistics.median(vals) if vals else None
-
-    for model in models:
-
-        plain_tokens = next((r["tokens"] for r in results[(model, "plain")] if "error" not in r), None)
-        for way in ways:
-            runs = results[(model, way)]
-            errors = [r["error"] for r in runs if "error" in r]
-            if len(errors) == len(runs):
-                print(f"| {model} | {way} | failed: {errors[0]} |")
-                continue
-            s, p, d = (med(model, way, k) for k in ("startup", "prefill", "decode"))
-            ps, pp, pd = (med(model, "plain", k) for k in ("startup", "prefill", "decode"))
-
-            def ratio(a: float | None, b: float | None) -> str:
-                return f"{a / b:.2f}" if a is not None and b else "-"
-
-            same = all(r["tokens"] == plain_tokens for r in runs if "error" not in r)
-            fb = max(r["fallbacks"] for r in runs if "error" not in r)
-            print(f"| {model} | {way} | {s:.1f} | {p * 1e3:.2f} | {d * 1e3:.3f} | "
-                  f"{ratio(s, ps)} | {ratio(p, pp)} | {ratio(d, pd)} | {same} | {fb} |")
+                r = _run_variant(model, way, ckpt, args, amx)
+                brief = {k: v for k, v in r.items() if not k.startswith(("profile", "graphs"))}
+                print(f"# {key} round {rnd} {way}: {json.dumps(brief)}", flush=True)
+                results.setdefault((key, way), []).append(r)
+                if args.json:  # after every start: an interrupted run keeps what it measured
+                    Path(args.json).write_text(json.dumps(
+                        {"prefill_tokens": args.prefill_tokens,
+                         "results": {f"{k} | {w}": v for (k, w), v in results.items()}},
+                        indent=1))
+    print(f"# load average at end: {os.getloadavg()}", flush=True)
+    _report(results, args.prefill_tokens)
     for note in notes:
         print(note)
 

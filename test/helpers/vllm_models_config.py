@@ -99,11 +99,13 @@ def int8_quant_sites(name: str) -> int:
     return 4 * COMMON["num_hidden_layers"] if INT8[name][1] == "onednn" else 0
 
 
-def write_int8_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
+def write_int8_checkpoint(name: str, directory: Path, seed: int = 0,
+                          shapes: dict[str, Any] | None = None) -> Path:
     """A compressed-tensors W8A8 int8 Llama (INT8[name]) under `directory` (reused when
     present): the random bf16 Llama's projections rounded to int8 per output channel
     (`weight_scale = absmax / 127`), and for static activations one `input_scale` per
-    projection (the same for the projections vLLM merges, which it reduces to their max)."""
+    projection (the same for the projections vLLM merges, which it reduces to their max).
+    `shapes` overrides the config last (the benchmarks' larger models)."""
     if name not in INT8:
         raise ValueError(f"unknown int8 model {name!r}; known: {', '.join(INT8)}")
     directory = Path(directory)
@@ -116,7 +118,7 @@ def write_int8_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
     from safetensors.torch import save_file
 
     dynamic, _, overrides = INT8[name]
-    config = transformers.LlamaConfig(**{**COMMON, **overrides})
+    config = transformers.LlamaConfig(**{**COMMON, **overrides, **(shapes or {})})
     torch.manual_seed(seed)
     model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
     tensors: dict[str, torch.Tensor] = {}
@@ -173,11 +175,12 @@ def expected_sites(name: str) -> dict[str, int]:
             "act": 0 if name == "mixtral" else layers}
 
 
-def write_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
+def write_checkpoint(name: str, directory: Path, seed: int = 0,
+                     shapes: dict[str, Any] | None = None) -> Path:
     """Save the random checkpoint of model `name` (MODELS or INT8) under `directory` (reused
-    when present)."""
+    when present); `shapes` overrides the config last."""
     if name in INT8:
-        return write_int8_checkpoint(name, directory, seed)
+        return write_int8_checkpoint(name, directory, seed, shapes)
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
     directory = Path(directory)
@@ -187,7 +190,7 @@ def write_checkpoint(name: str, directory: Path, seed: int = 0) -> Path:
     import transformers
 
     config_cls, model_cls, overrides = MODELS[name]
-    config = getattr(transformers, config_cls)(**{**COMMON, **overrides})
+    config = getattr(transformers, config_cls)(**{**COMMON, **overrides, **(shapes or {})})
     torch.manual_seed(seed)
     model = getattr(transformers, model_cls)(config).to(torch.bfloat16)
     model.save_pretrained(directory)
