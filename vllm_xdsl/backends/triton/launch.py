@@ -20,7 +20,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
-from vllm_xdsl.core.catalog import quant_specs
+from vllm_xdsl.core.catalog import SPECS, quant_specs
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
@@ -254,6 +254,11 @@ def _quant_args(
     return [scales, scales.stride(0), scales.stride(1)]
 
 
+# The norm op of a call: (with a residual, with a quant scheme) -> its catalog name.
+_NORM_OP = {(s.family == "residual_norm", s.fused): s.name
+            for s in SPECS.values() if s.family in ("norm", "residual_norm")}
+
+
 def _check_norm_args(x: Tensor, weight: Tensor | None, residual: Tensor | None = None) -> None:
     h = x.shape[-1] if x.dim() else 0
     if weight is not None and tuple(weight.shape) != (h,):
@@ -283,11 +288,9 @@ def norm(
     _check_norm_args(x, weight, residual)
     x2 = _rows(x)
     tokens, hidden = x2.shape
+    op = _NORM_OP[(residual is not None, scheme is not None)]
     if variance_size is not None and not 0 < variance_size <= hidden:
-        raise ValueError(f"rms_norm: variance_size {variance_size} not in [1, {hidden}]")
-    op = ("fused_add_rms_norm" if residual is not None else "rms_norm") + (
-        "_quant" if scheme is not None else ""
-    )
+        raise ValueError(f"{op}: variance_size {variance_size} not in [1, {hidden}]")
     spec = _spec(
         op,
         x,
