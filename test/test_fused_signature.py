@@ -50,7 +50,7 @@ def _recording(seen: _Seen):  # noqa: ANN202
 
 @pytest.mark.parametrize("name", ops.FUSED)
 def test_every_flat_function_has_the_native_signature(name: str) -> None:
-    native = inspect.signature(F.__dict__[name])
+    native = inspect.signature(getattr(F, name))
     assert native == inspect.signature(ops.ALL_OPS[name].native)
     assert inspect.signature(FUNCTIONS[name]) == native
     assert tuple(native.parameters) == catalog.SPECS[name].param_names
