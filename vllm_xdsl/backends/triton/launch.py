@@ -221,6 +221,21 @@ def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
     kernels[-1][grid](*args, **meta)
 
 
+def _fused_quant_epilogue(
+    spec: KernelSpec, scheme: QuantScheme, tokens: int, width: int, device: torch.device,
+    args: list, scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None,
+) -> Tensor:
+    """The scales of a fused op's quant epilogue (allocated; a static scheme's scale copied
+    in when there is no row to write it), its kernel arguments appended to `args`."""
+    scales = _alloc_scales(scheme, tokens, width, device)
+    args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+    args += _zero_point_args(spec.zero_point, zero_point)
+    if tokens == 0 and scheme.static:
+        assert scale is not None  # a static scheme has one (scheme_of checks)
+        scales.copy_(scale.to(_F32).reshape(1))
+    return scales
+
+
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
     if scheme.static:
         return torch.empty(1, dtype=_F32, device=device)
@@ -318,12 +333,8 @@ def norm(
         args += [res_out, hidden]
     scales = None
     if scheme is not None:
-        scales = _alloc_scales(scheme, tokens, hidden, x.device)
-        args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
-        args += _zero_point_args(spec.zero_point, zero_point)
-        if tokens == 0 and scheme.static:
-            assert scale is not None  # a static scheme has one (scheme_of checks)
-            scales.copy_(scale.to(_F32).reshape(1))
+        scales = _fused_quant_epilogue(spec, scheme, tokens, hidden, x.device, args, scale,
+                                       scale_ub, zero_point)
     if spec.epsilon is None:
         args.append(float(epsilon))
     _launch(spec, tokens, *args, hidden)
@@ -405,12 +416,8 @@ def act(
     if scheme is None:
         _launch(spec, tokens, *args, *scalars, d)
         return (out,)
-    scales = _alloc_scales(scheme, tokens, d, x.device)
-    args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
-    args += _zero_point_args(spec.zero_point, zero_point)
-    if tokens == 0 and scheme.static:
-        assert scale is not None  # a static scheme has one (scheme_of checks)
-        scales.copy_(scale.to(_F32).reshape(1))
+    scales = _fused_quant_epilogue(spec, scheme, tokens, d, x.device, args, scale, scale_ub,
+                                   zero_point)
     _launch(spec, tokens, *args, *scalars, d)
     return out, scales
 
