@@ -30,18 +30,14 @@ def quant_native(
     zero_point: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """The unfused quant that `scheme` denotes: (q, computed scales), scales None if static."""
-    if not scheme.variant.is_default or zero_point is not None:
-        if scheme.static != (scale is not None):
-            raise ValueError(f"quant scheme {scheme}: a scale is given exactly when static")
-        if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
-            raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
-        return quantize_variant(x, scheme, scale, scale_ub, zero_point)
     if scheme.static and scale is None:
         raise ValueError(f"static quant scheme {scheme} needs a scale")
     if not scheme.static and scale is not None:
         raise ValueError(f"dynamic quant scheme {scheme} takes no scale")
     if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
         raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
+    if not scheme.variant.is_default or zero_point is not None:
+        return quantize_variant(x, scheme, scale, scale_ub, zero_point)
     # The op of the scheme's form, called with the scheme's fields by parameter name.
     names, native = _form_native("fp8" if scheme.is_fp8 else "int8", scheme.static,
                                  scheme.granularity)
