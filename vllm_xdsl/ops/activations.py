@@ -94,8 +94,8 @@ def fatrelu_and_mul(x: Tensor, threshold: float = 0.0, up: Tensor | None = None)
     return torch.nn.functional.threshold(gate, threshold, 0.0) * u
 
 
-# Every act-and-mul native by op name: derived for an op without parameters of its own
-# (`activations.silu_and_mul`, ...), written above for one with them (fatrelu_and_mul).
+# Every act-and-mul native by op name (`activations.<op>`, the catalog's reference): derived
+# for an op without parameters of its own, written above for one with them (fatrelu_and_mul).
 ACT_AND_MUL: dict[str, Callable[..., Tensor]] = {
     name: globals()[name] if catalog.SPECS[name].own_scalars else _plain_native(name, act)
     for name, act in ACTIVATIONS.items()
