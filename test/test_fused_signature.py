@@ -50,11 +50,11 @@ def _recording(seen: _Seen):  # noqa: ANN202
 
 @pytest.mark.parametrize("name", ops.FUSED)
 def test_every_flat_function_has_the_native_signature(name: str) -> None:
-    native = inspect.signature(F.__dict__[name])
+    native = inspect.signature(getattr(F, name))
     assert native == inspect.signature(ops.ALL_OPS[name].native)
     assert inspect.signature(FUNCTIONS[name]) == native
     assert tuple(native.parameters) == catalog.SPECS[name].param_names
-    namespace = cuda_ops.define("cuda", kernels=object())  # type: ignore[arg-type]
+    namespace = cuda_ops.define("cuda", kernels=object())
     assert inspect.signature(getattr(namespace, name)) == native
 
 
@@ -149,7 +149,7 @@ def test_the_tuning_cache_hashes_each_backends_own_source() -> None:
     where = {
         "native": F.rms_norm_quant,
         "triton": FUNCTIONS["rms_norm_quant"],
-        "cuda": cuda_ops.define("cuda", kernels=object()).rms_norm_quant,  # type: ignore[arg-type]
+        "cuda": cuda_ops.define("cuda", kernels=object()).rms_norm_quant,
     }
     files = {k: Path(inspect.getsourcefile(inspect.unwrap(f)) or "") for k, f in where.items()}
     assert files["native"].name == "fused.py" and files["native"].parent.name == "ops"

@@ -93,19 +93,25 @@ class DtypeAttr(ParametrizedAttribute):
             return [parser.parse_type()]
 
 
-class _NamedValueAttr(ParametrizedAttribute):
-    """An argument value that torch spells by name (a device, an enum member)."""
-
-    value: StringAttr
+class _QuotedNameAttr(ParametrizedAttribute):
+    """An attribute or type whose one parameter is a name, printed `<"name">`."""
 
     def print_parameters(self, printer: Printer) -> None:
+        (name,) = self.parameters
+        assert isinstance(name, StringAttr)
         with printer.in_angle_brackets():
-            printer.print_string_literal(self.value.data)
+            printer.print_string_literal(name.data)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
             return [StringAttr(parser.parse_str_literal())]
+
+
+class _NamedValueAttr(_QuotedNameAttr):
+    """An argument value that torch spells by name (a device, an enum member)."""
+
+    value: StringAttr
 
 
 @irdl_attr_definition
@@ -141,7 +147,7 @@ class TorchCallEffects(MemoryEffect):
 
 
 @irdl_attr_definition
-class OpaqueType(ParametrizedAttribute, TypeAttribute):
+class OpaqueType(_QuotedNameAttr, TypeAttribute):
     """`!torch.opaque<"__torch__.torch.classes.ns.Cls">`: an object only torch ops read.
 
     The parameter is the class name torch knows the object by: a script class's
@@ -149,15 +155,6 @@ class OpaqueType(ParametrizedAttribute, TypeAttribute):
 
     name = "torch.opaque"
     class_name: StringAttr
-
-    def print_parameters(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string_literal(self.class_name.data)
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return [StringAttr(parser.parse_str_literal())]
 
 
 @irdl_op_definition

@@ -9,6 +9,23 @@ scalar parameters as properties) and the `vllm.<op>` class. Each op's signature 
 `*Signature` class so that the provider dialects (`triton`, `cuda`, `rocm`) and `auto`
 declare one op per kernel with exactly the same operands, results and verifier
 (`vllm_interfaces.define_op`, beside the typed interfaces these families implement).
+
+Ops say what is computed, never how. Operand order and names follow OPS.md; optional
+operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
+`scale_ub(...)`, `up(...)`), types next to them, so the syntax stays readable:
+
+    %y = vllm.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-05 : f64}
+           : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+    %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
+           {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
+           : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
+    %a = vllm.gelu_tanh_and_mul %gate up(%up : tensor<?x8192xbf16>)
+           : tensor<?x8192xbf16> -> tensor<?x8192xbf16>
+    %y, %r = vllm.fused_add_rms_norm %x, %res {epsilon = 1.0e-06 : f64, rounded_sum}
+           : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
+
+Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
+(`epsilon(%e : tensor<f64>)`) when the graph passes it in.
 """
 
 from __future__ import annotations

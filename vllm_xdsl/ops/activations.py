@@ -18,6 +18,8 @@ Annotations are real (no `from __future__ import annotations`): torch.library in
 custom op schemas from them.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -74,16 +76,15 @@ def act_and_mul(activation: str, op: str, x: Tensor, up: Tensor | None) -> Tenso
     return apply_activation(activation, gate) * u
 
 
-def silu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
-    return act_and_mul("silu", "silu_and_mul", x, up)
+def _plain_native(op: str, activation: str) -> Callable[..., Tensor]:
+    """The native of an act-and-mul op without parameters of its own: its activation
+    (apply_activation) times up."""
 
+    def native(x: Tensor, up: Tensor | None = None) -> Tensor:
+        return act_and_mul(activation, op, x, up)
 
-def gelu_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
-    return act_and_mul("gelu", "gelu_and_mul", x, up)
-
-
-def gelu_tanh_and_mul(x: Tensor, up: Tensor | None = None) -> Tensor:
-    return act_and_mul("gelu_tanh", "gelu_tanh_and_mul", x, up)
+    native.__name__ = native.__qualname__ = op
+    return native
 
 
 def fatrelu_and_mul(x: Tensor, threshold: float = 0.0, up: Tensor | None = None) -> Tensor:
@@ -93,7 +94,20 @@ def fatrelu_and_mul(x: Tensor, threshold: float = 0.0, up: Tensor | None = None)
     return torch.nn.functional.threshold(gate, threshold, 0.0) * u
 
 
-ACT_AND_MUL = {name: globals()[name] for name in ACTIVATIONS}
+# Every act-and-mul native by op name (`activations.<op>`, the catalog's reference): derived
+# for an op without parameters of its own, written above for one with them (fatrelu_and_mul).
+ACT_AND_MUL: dict[str, Callable[..., Tensor]] = {
+    name: globals()[name] if catalog.SPECS[name].own_scalars else _plain_native(name, act)
+    for name, act in ACTIVATIONS.items()
+}
+
+
+def __getattr__(name: str) -> Callable[..., Tensor]:
+    """`activations.<op>`: the derived natives too (the catalog's native references)."""
+    try:
+        return ACT_AND_MUL[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 def gelu_and_mul_sparse(

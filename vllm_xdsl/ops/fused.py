@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from vllm_xdsl.core.catalog import FORM_FIELDS, quant_spec_of
+from vllm_xdsl.core.catalog import FORM_FIELDS, FUSED_SPECS, quant_spec_of
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL
@@ -30,18 +30,14 @@ def quant_native(
     zero_point: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """The unfused quant that `scheme` denotes: (q, computed scales), scales None if static."""
-    if not scheme.variant.is_default or zero_point is not None:
-        if scheme.static != (scale is not None):
-            raise ValueError(f"quant scheme {scheme}: a scale is given exactly when static")
-        if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
-            raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
-        return quantize_variant(x, scheme, scale, scale_ub, zero_point)
     if scheme.static and scale is None:
         raise ValueError(f"static quant scheme {scheme} needs a scale")
     if not scheme.static and scale is not None:
         raise ValueError(f"dynamic quant scheme {scheme} takes no scale")
     if scale_ub is not None and not (scheme.is_fp8 and scheme.granularity == "token"):
         raise ValueError("scale_ub applies to dynamic per-token fp8 quantization only")
+    if not scheme.variant.is_default or zero_point is not None:
+        return quantize_variant(x, scheme, scale, scale_ub, zero_point)
     # The op of the scheme's form, called with the scheme's fields by parameter name.
     names, native = _form_native("fp8" if scheme.is_fp8 else "int8", scheme.static,
                                  scheme.granularity)
@@ -94,11 +90,11 @@ def fused_add_rms_norm_quant(
     return q, residual_out, scales
 
 
-def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+def _act_and_mul_quant(name: str, producer: str) -> Callable[..., tuple[Tensor, Tensor]]:
     """The fused native of an act-and-mul op: the act-and-mul native, then the quant."""
-    act = ACT_AND_MUL[name]
+    act = ACT_AND_MUL[producer]
 
-    @flat_fused(f"{name}_quant")
+    @flat_fused(name)
     def fused(
         x: Tensor, up: Tensor | None, scheme: QuantScheme, scale: Tensor | None,
         scale_ub: Tensor | None, zero_point: Tensor | None,
@@ -108,7 +104,17 @@ def _act_and_mul_quant(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
     return fused
 
 
-# `up` comes last (optional): the one-operand calls of silu_and_mul_quant keep their meaning.
-silu_and_mul_quant = _act_and_mul_quant("silu_and_mul")
-gelu_and_mul_quant = _act_and_mul_quant("gelu_and_mul")
-gelu_tanh_and_mul_quant = _act_and_mul_quant("gelu_tanh_and_mul")
+# The fused act-and-mul natives (`fused.silu_and_mul_quant`, ...), one per fused catalog
+# spec whose producer is an act-and-mul op.
+ACT_AND_MUL_QUANT: dict[str, Callable[..., tuple[Tensor, Tensor]]] = {
+    s.name: _act_and_mul_quant(s.name, s.producer)
+    for s in FUSED_SPECS if s.producer is not None and s.producer in ACT_AND_MUL
+}
+
+
+def __getattr__(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
+    """`fused.<op>_quant` of an act-and-mul op (the catalog's native references)."""
+    try:
+        return ACT_AND_MUL_QUANT[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

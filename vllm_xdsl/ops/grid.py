@@ -30,7 +30,9 @@ SPARSE_STD_MULTIPLIER = 1.6448536269514722
 
 E4M3, E4M3UZ = torch.float8_e4m3fn, torch.float8_e4m3fnuz
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-NORM_OPS = ("rms_norm", "fused_add_rms_norm")
+_NORM_FAMILIES = ("norm", "residual_norm")
+NORM_OPS = tuple(s.name for s in catalog.UNFUSED_SPECS if s.family in _NORM_FAMILIES)
+_FUSED_NORM_OPS = tuple(s.name for s in catalog.FUSED_SPECS if s.family in _NORM_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,16 @@ def _own_defaults(op: str) -> tuple[Any, ...]:
     return tuple(p.default for p in catalog.SPECS[op].own_scalars)
 
 
+def _has_residual(op: str) -> bool:
+    return catalog.SPECS[op].family == "residual_norm"
+
+
+def _args(op: str, **by_name: Any) -> tuple[Any, ...]:
+    """`op`'s arguments in its parameter order (catalog) from values by parameter name
+    (names it does not take are left out)."""
+    return tuple(by_name[name] for name in catalog.SPECS[op].param_names)
+
+
 def _group_sizes(hidden: int) -> tuple[int, ...]:
     sizes = tuple(g for g in (64, 128) if hidden % g == 0)
     return sizes or (hidden,)
@@ -152,14 +164,14 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
             for eps in g.eps:
                 for wl, w in _weights(h, dtype, device, seed):
                     lab = f"{base} eps={eps} weight={wl}"
-                    if op == "rms_norm":
+                    if not _has_residual(op):
                         yield Case(op, dtype, (x(), w, eps), lab)
                         continue
                     for rounded in (False, True):
                         kwargs, tag = _sum_kwargs(rounded)
                         yield Case(op, dtype, (x(), x(), w, eps), lab + tag, kwargs)
             continue
-        if op in ("rms_norm_quant", "fused_add_rms_norm_quant"):
+        if op in _FUSED_NORM_OPS:
             # Every scheme x weight; epsilon rotates over the grid's values (the full cross
             # product with epsilon would triple the slowest part of --full for no coverage),
             # and so does the sum of the fused add (period 3: each scheme gets both).
@@ -174,12 +186,12 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
                              kw.get("use_ue8m0", False))
                         lab = (f"{base} eps={eps} weight={wl} "
                                f"{_scheme_label(qd, static, gran, kw, with_ub)} gs={gs}")
-                        if op == "rms_norm_quant":
+                        if not _has_residual(op):
                             yield Case(op, dtype, (x(), w, eps, *q), lab)
                         else:
                             kwargs, tag = _sum_kwargs(next(rounded_cycle))
                             yield Case(op, dtype, (x(), x(), w, eps, *q), lab + tag, kwargs)
-            if op == "rms_norm_quant":
+            if not _has_residual(op):
                 yield from _fused_variant_cases(op, dtype, base, x, t, h, scale, device,
                                                 next(seed))
             continue
@@ -201,18 +213,10 @@ def cases(op: str, full: bool = False, device: str = "cpu") -> Iterator[Case]:
         for variant, zp_kind in VARIANTS.get(op, ()):
             zp = _zero_point(zp_kind, t, device, next(seed), h // vgs)
             lab = f"{base} variant={variant!r}" + (f" zero_point={zp_kind}" if zp_kind else "")
-            if op == "static_scaled_fp8_quant":
-                yield Case(op, dtype, (x(), scale, E4M3, zp, variant), lab)
-            elif op == "dynamic_scaled_fp8_quant":
-                yield Case(op, dtype, (x(), E4M3, zp, variant), lab)
-            elif op == "dynamic_per_token_scaled_fp8_quant":
-                yield Case(op, dtype, (x(), None, E4M3, zp, variant), lab)
-            elif op == "per_token_group_fp8_quant":
-                yield Case(op, dtype, (x(), vgs, False, True, DEFAULT_GROUP_EPS, E4M3, zp, variant), lab)
-            elif op == "static_scaled_int8_quant":
-                yield Case(op, dtype, (x(), scale, zp, variant), lab)
-            else:
-                yield Case(op, dtype, (x(), zp, variant), lab)
+            yield Case(op, dtype, _args(
+                op, x=x(), scale=scale, scale_ub=None, fp8_dtype=E4M3, group_size=vgs,
+                column_major_scales=False, use_ue8m0=True, eps=DEFAULT_GROUP_EPS,
+                zero_point=zp, variant=variant), lab)
         if op in FUSED_ACT_OPS:
             yield from _fused_variant_cases(op, dtype, base, x, t, h, scale, device, next(seed))
         if op == "static_scaled_int8_quant":
@@ -255,7 +259,7 @@ def _fused_variant_cases(op: str, dtype: torch.dtype, base: str, x: Any, t: int,
             q = (scale if static else None, None, qd, static, "tensor" if static else "token",
                  0, False, False, DEFAULT_GROUP_EPS, None, variant)
             lab = f"{base} {_scheme_label(qd, static, '', {}, False)} variant={variant!r}"
-            if op == "rms_norm_quant":
+            if catalog.SPECS[op].family == "norm":
                 yield Case(op, dtype, (x(), w, 1e-6, *q), lab)
             elif static:
                 yield Case(op, dtype, (x(shape=(t, 2 * h)), *q), lab)
@@ -267,7 +271,6 @@ def output_kinds(op: str, n: int) -> tuple[Kind, ...]:
         norm: tuple[Kind, ...] = ("norm", "value")
         return norm[:n]
     kinds: list[Kind] = ["value"] * n
-    if op not in ("static_scaled_fp8_quant", "static_scaled_int8_quant", *ACTIVATIONS,
-                  "gelu_and_mul_sparse"):
+    if catalog.SPECS[op].result_names[-1] in ("scale", "scales"):  # computed scales
         kinds[-1] = "scales"
     return tuple(kinds)

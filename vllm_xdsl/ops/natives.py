@@ -9,11 +9,14 @@ Annotations are real (no `from __future__ import annotations`): torch.library in
 custom op schema from them.
 """
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
+from vllm_xdsl.core.catalog import SPECS
 from vllm_xdsl.core.dtypes import INT8_MAX, fp8_max
-from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, Granularity, QuantScheme
+from vllm_xdsl.core.scheme import DEFAULT_GROUP_EPS, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops.natives_variant import quantize_variant
 
@@ -21,17 +24,23 @@ _F32 = torch.float32
 _FP32_OPMATH = (torch.bfloat16, torch.float16)  # elementwise ops computed in fp32, rounded once
 
 
-def _variant_scheme(
-    op: str, dtype: torch.dtype, static: bool, granularity: Granularity, variant: str,
-    group_size: int = 0, column_major_scales: bool = False, use_ue8m0: bool = False,
-    group_eps: float = DEFAULT_GROUP_EPS,
-) -> QuantScheme:
-    """The scheme of an unfused quant with a variant; ValueError naming the op."""
+def _quantize_variant(
+    op: str, x: Tensor, dtype: torch.dtype, variant: str, scale: Tensor | None = None,
+    scale_ub: Tensor | None = None, zero_point: Tensor | None = None, **fields: Any,
+) -> tuple[Tensor, Tensor | None]:
+    """The unfused quant `op` with a variant or a zero point: its scheme is the op's form
+    (catalog) with `dtype`, the variant and the scheme `fields` the op takes as parameters;
+    ValueError naming the op."""
+    form = SPECS[op].form
+    assert form is not None, f"{op} is not an unfused quant"
+    if form.dtype == "fp8":
+        _check_fp8(dtype)
     try:
-        return QuantScheme(dtype, static, granularity, group_size, column_major_scales, use_ue8m0,
-                           group_eps, parse_variant(variant))
+        scheme = QuantScheme(dtype, form.static, form.granularity, variant=parse_variant(variant),
+                             **fields)
     except ValueError as e:
         raise ValueError(f"{op}: {e}") from None
+    return quantize_variant(x, scheme, scale, scale_ub, zero_point)
 
 
 def _check_fp8(fp8_dtype: torch.dtype) -> float:
@@ -87,10 +96,10 @@ def static_scaled_fp8_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> Tensor:
-    fmax = _check_fp8(fp8_dtype)
     if variant or zero_point is not None:
-        scheme = _variant_scheme("static_scaled_fp8_quant", fp8_dtype, True, "tensor", variant)
-        return quantize_variant(x, scheme, scale, None, zero_point)[0]
+        return _quantize_variant("static_scaled_fp8_quant", x, fp8_dtype, variant, scale,
+                                 zero_point=zero_point)[0]
+    fmax = _check_fp8(fp8_dtype)
     inv = torch.reciprocal(scale.to(_F32))
     return torch.clamp(x.to(_F32) * inv, -fmax, fmax).to(fp8_dtype)
 
@@ -101,10 +110,10 @@ def dynamic_scaled_fp8_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    fmax = _check_fp8(fp8_dtype)
     if variant or zero_point is not None:
-        scheme = _variant_scheme("dynamic_scaled_fp8_quant", fp8_dtype, False, "tensor", variant)
-        return _computed(quantize_variant(x, scheme, None, None, zero_point))
+        return _computed(_quantize_variant("dynamic_scaled_fp8_quant", x, fp8_dtype, variant,
+                                           zero_point=zero_point))
+    fmax = _check_fp8(fp8_dtype)
     absmax = x.to(_F32).abs().amax().reshape(1)
     scale = torch.clamp(absmax / fmax, min=_min_scale(fmax))
     return static_scaled_fp8_quant(x, scale, fp8_dtype), scale
@@ -117,11 +126,10 @@ def dynamic_per_token_scaled_fp8_quant(
     zero_point: Tensor | None = None,
     variant: str = "",
 ) -> tuple[Tensor, Tensor]:
-    fmax = _check_fp8(fp8_dtype)
     if variant or zero_point is not None:
-        scheme = _variant_scheme("dynamic_per_token_scaled_fp8_quant", fp8_dtype, False, "token",
-                                 variant)
-        return _computed(quantize_variant(x, scheme, None, scale_ub, zero_point))
+        return _computed(_quantize_variant("dynamic_per_token_scaled_fp8_quant", x, fp8_dtype,
+                                           variant, scale_ub=scale_ub, zero_point=zero_point))
+    fmax = _check_fp8(fp8_dtype)
     xf = x.to(_F32)
     a = xf.abs().amax(dim=-1, keepdim=True)
     if scale_ub is not None:
@@ -148,11 +156,11 @@ def per_token_group_fp8_quant(
             f"per_token_group_fp8_quant: group_size {group_size} does not divide hidden size {hidden}"
         )
     if variant or zero_point is not None:
-        scheme = _variant_scheme(
-            "per_token_group_fp8_quant", fp8_dtype, False, "group", variant, group_size=group_size,
-            column_major_scales=column_major_scales, use_ue8m0=use_ue8m0, group_eps=eps,
-        )
-        return _computed(quantize_variant(x, scheme, None, None, zero_point))
+        return _computed(_quantize_variant(
+            "per_token_group_fp8_quant", x, fp8_dtype, variant, zero_point=zero_point,
+            group_size=group_size, column_major_scales=column_major_scales, use_ue8m0=use_ue8m0,
+            group_eps=eps,
+        ))
     groups = hidden // group_size
     xg = x.to(_F32).reshape(*x.shape[:-1], groups, group_size)
     a = xg.abs().amax(dim=-1, keepdim=True)
@@ -176,8 +184,8 @@ def static_scaled_int8_quant(
     x: Tensor, scale: Tensor, zero_point: Tensor | None = None, variant: str = ""
 ) -> Tensor:
     if variant or zero_point is not None:
-        scheme = _variant_scheme("static_scaled_int8_quant", torch.int8, True, "tensor", variant)
-        return quantize_variant(x, scheme, scale, None, zero_point)[0]
+        return _quantize_variant("static_scaled_int8_quant", x, torch.int8, variant, scale,
+                                 zero_point=zero_point)[0]
     return _int8_round(x.to(_F32) / scale.to(_F32))
 
 
@@ -185,9 +193,8 @@ def dynamic_per_token_scaled_int8_quant(
     x: Tensor, zero_point: Tensor | None = None, variant: str = ""
 ) -> tuple[Tensor, Tensor]:
     if variant or zero_point is not None:
-        scheme = _variant_scheme("dynamic_per_token_scaled_int8_quant", torch.int8, False, "token",
-                                 variant)
-        return _computed(quantize_variant(x, scheme, None, None, zero_point))
+        return _computed(_quantize_variant("dynamic_per_token_scaled_int8_quant", x, torch.int8,
+                                           variant, zero_point=zero_point))
     xf = x.to(_F32)
     s = xf.abs().amax(dim=-1, keepdim=True) / INT8_MAX
     # A zero row has s = 0: its q is 0 (0/0 would be NaN).

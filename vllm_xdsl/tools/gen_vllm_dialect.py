@@ -31,24 +31,7 @@ _HEADER = '''"""The `vllm` dialect: one op per semantic operation of docs/OPS.md
 
 GENERATED from vllm_xdsl/core/catalog.py by `python -m vllm_xdsl.tools.gen_vllm_dialect`:
 do not edit. Change the catalog (or a family in vllm_families.py, where each family's
-operands, syntax and verifier are written) and run it again.
-
-Ops say what is computed, never how. Operand order and names follow OPS.md; optional
-operands are written with a keyword (`weight(...)`, `epsilon(...)`, `scale(...)`,
-`scale_ub(...)`, `up(...)`), types next to them, so the syntax stays readable:
-
-    %y = vllm.rms_norm %x weight(%w : tensor<4096xbf16>) {epsilon = 1.0e-05 : f64}
-           : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-    %q, %s = vllm.rms_norm_quant %x weight(%w : tensor<4096xbf16>)
-           {epsilon = 1.0e-06 : f64, scheme = #vllm.quant<dynamic per_token>}
-           : tensor<?x4096xbf16> -> tensor<?x4096xf8E4M3FN>, tensor<?x1xf32>
-    %a = vllm.gelu_tanh_and_mul %gate up(%up : tensor<?x8192xbf16>)
-           : tensor<?x8192xbf16> -> tensor<?x8192xbf16>
-    %y, %r = vllm.fused_add_rms_norm %x, %res {epsilon = 1.0e-06 : f64, rounded_sum}
-           : tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>, tensor<?x64xbf16>
-
-Epsilon is an `f64` property when known at compile time, or a runtime scalar operand
-(`epsilon(%e : tensor<f64>)`) when the graph passes it in.
+operands, syntax and verifier are written, with examples) and run it again.
 """
 '''
 

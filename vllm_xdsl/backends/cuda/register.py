@@ -3,9 +3,10 @@ through backends/cpu, "cpu": the same launchers built for the host).
 
 Supported only where torch drives that vendor's GPU and the compiler (nvcc / hipcc) is
 installed; otherwise the reason says which is missing. Argument checks see TensorMeta only
-(eager and lower-dispatch alike). fused_add_rms_norm and fused_add_rms_norm_quant are
-registered in place (inplace=True): the dispatcher clones the donated inputs unless the
-caller (the lowering's proof, or maybe_inplace) gives them up.
+(eager and lower-dispatch alike). An op with an `<op>_inplace` launcher (torch_ops.py:
+fused_add_rms_norm and its fused quant) is registered in place (inplace=True): the
+dispatcher clones the donated inputs unless the caller (the lowering's proof, or
+maybe_inplace) gives them up.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.ops.impl import TensorMeta
 
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-INPLACE = {"fused_add_rms_norm": "fused_add_rms_norm_inplace",
-           "fused_add_rms_norm_quant": "fused_add_rms_norm_quant_inplace"}
 # Devices a TensorMeta may name: eager says "cuda" for both vendors; lower-dispatch says the target.
 DEVICES: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "rocm": ("cuda", "rocm"),
                                        "cpu": ("cpu",)}
@@ -125,10 +124,11 @@ def register(vendor: Vendor = "cuda") -> None:
 
     fns = launchers(vendor)
     for name, op in ops.ALL_OPS.items():
-        fn = getattr(fns, INPLACE.get(name, name), None)
+        in_place = getattr(fns, f"{name}_inplace", None)
+        fn = getattr(fns, name, None) if in_place is None else in_place
         if fn is None:
             continue  # an op this kernel family does not implement (yet)
-        inplace = name in INPLACE
+        inplace = in_place is not None
 
         def check(_op: str = name, **args: Any) -> bool | str:
             return supports_args(vendor, _op, **args)

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from vllm_xdsl.backends.triton.compile import get_kernels
 from vllm_xdsl.backends.triton.spec import KernelSpec, default_block_size, default_num_warps
-from vllm_xdsl.core.catalog import quant_specs
+from vllm_xdsl.core.catalog import SPECS, quant_specs
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import gate_and_up
 from vllm_xdsl.ops.dtypes import FP8_DTYPES, to_torch
@@ -221,6 +221,21 @@ def _launch(spec: KernelSpec, tokens: int, *args, prologue: tuple = ()) -> None:
     kernels[-1][grid](*args, **meta)
 
 
+def _fused_quant_epilogue(
+    spec: KernelSpec, scheme: QuantScheme, tokens: int, width: int, device: torch.device,
+    args: list, scale: Tensor | None, scale_ub: Tensor | None, zero_point: Tensor | None,
+) -> Tensor:
+    """The scales of a fused op's quant epilogue (allocated; a static scheme's scale copied
+    in when there is no row to write it), its kernel arguments appended to `args`."""
+    scales = _alloc_scales(scheme, tokens, width, device)
+    args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
+    args += _zero_point_args(spec.zero_point, zero_point)
+    if tokens == 0 and scheme.static:
+        assert scale is not None  # a static scheme has one (scheme_of checks)
+        scales.copy_(scale.to(_F32).reshape(1))
+    return scales
+
+
 def _alloc_scales(scheme: QuantScheme, tokens: int, width: int, device: torch.device) -> Tensor:
     if scheme.static:
         return torch.empty(1, dtype=_F32, device=device)
@@ -254,6 +269,11 @@ def _quant_args(
     return [scales, scales.stride(0), scales.stride(1)]
 
 
+# The norm op of a call: (with a residual, with a quant scheme) -> its catalog name.
+_NORM_OP = {(s.family == "residual_norm", s.fused): s.name
+            for s in SPECS.values() if s.family in ("norm", "residual_norm")}
+
+
 def _check_norm_args(x: Tensor, weight: Tensor | None, residual: Tensor | None = None) -> None:
     h = x.shape[-1] if x.dim() else 0
     if weight is not None and tuple(weight.shape) != (h,):
@@ -283,11 +303,9 @@ def norm(
     _check_norm_args(x, weight, residual)
     x2 = _rows(x)
     tokens, hidden = x2.shape
+    op = _NORM_OP[(residual is not None, scheme is not None)]
     if variance_size is not None and not 0 < variance_size <= hidden:
-        raise ValueError(f"rms_norm: variance_size {variance_size} not in [1, {hidden}]")
-    op = ("fused_add_rms_norm" if residual is not None else "rms_norm") + (
-        "_quant" if scheme is not None else ""
-    )
+        raise ValueError(f"{op}: variance_size {variance_size} not in [1, {hidden}]")
     spec = _spec(
         op,
         x,
@@ -315,12 +333,8 @@ def norm(
         args += [res_out, hidden]
     scales = None
     if scheme is not None:
-        scales = _alloc_scales(scheme, tokens, hidden, x.device)
-        args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
-        args += _zero_point_args(spec.zero_point, zero_point)
-        if tokens == 0 and scheme.static:
-            assert scale is not None  # a static scheme has one (scheme_of checks)
-            scales.copy_(scale.to(_F32).reshape(1))
+        scales = _fused_quant_epilogue(spec, scheme, tokens, hidden, x.device, args, scale,
+                                       scale_ub, zero_point)
     if spec.epsilon is None:
         args.append(float(epsilon))
     _launch(spec, tokens, *args, hidden)
@@ -402,12 +416,8 @@ def act(
     if scheme is None:
         _launch(spec, tokens, *args, *scalars, d)
         return (out,)
-    scales = _alloc_scales(scheme, tokens, d, x.device)
-    args += _quant_args(scheme, scales, scale, scale_ub, fused=True)
-    args += _zero_point_args(spec.zero_point, zero_point)
-    if tokens == 0 and scheme.static:
-        assert scale is not None  # a static scheme has one (scheme_of checks)
-        scales.copy_(scale.to(_F32).reshape(1))
+    scales = _fused_quant_epilogue(spec, scheme, tokens, d, x.device, args, scale, scale_ub,
+                                   zero_point)
     _launch(spec, tokens, *args, *scalars, d)
     return out, scales
 

@@ -37,17 +37,29 @@ from typing import Any
 
 import torch
 
-from vllm_xdsl.core.catalog import quant_specs
+from vllm_xdsl.core.catalog import FUSED_SPECS, SPECS, Family, quant_specs
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.core.variant import EPILOGUE_FIELDS, SCALE_FIELDS
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS
 from vllm_xdsl.ops.dtypes import FP8_DTYPES
 
-NORM_OPS = ("rms_norm", "fused_add_rms_norm", "rms_norm_quant", "fused_add_rms_norm_quant")
+# The template family (templates.py) of each catalog family; the ops of a family are the
+# catalog's, unfused and fused with a quant.
+_TEMPLATE_OF_FAMILY: dict[Family, str] = {
+    "norm": "norm", "residual_norm": "norm", "quant": "quant", "act_and_mul": "act",
+    "sparse_act_and_mul": "sparse_act",
+}
+
+
+def _ops_of(template: str) -> tuple[str, ...]:
+    return tuple(s.name for s in SPECS.values() if _TEMPLATE_OF_FAMILY[s.family] == template)
+
+
+NORM_OPS = _ops_of("norm")
 # The act-and-mul family (ops/activations.py), plain and fused with a quant.
 ACT_OPS = (*ACTIVATIONS, *FUSED_ACT_OPS)
 # Act-and-mul ops whose gate is first sparsified by statistics of its row (one block a row).
-SPARSE_ACT_OPS = ("gelu_and_mul_sparse",)
+SPARSE_ACT_OPS = _ops_of("sparse_act")
 # The unfused quant ops, with what their scheme must look like: (dtypes, static, granularity)
 # (their catalog forms).
 _FORM_DTYPES = {"fp8": FP8_DTYPES, "int8": (torch.int8,)}
@@ -55,7 +67,7 @@ QUANT_OPS: dict[str, tuple[tuple[torch.dtype, ...], bool, str]] = {
     s.name: (_FORM_DTYPES[s.form.dtype], s.form.static, s.form.granularity)
     for s in quant_specs() if s.form is not None
 }
-FUSED_QUANT_OPS = ("rms_norm_quant", "fused_add_rms_norm_quant", *FUSED_ACT_OPS)
+FUSED_QUANT_OPS = tuple(s.name for s in FUSED_SPECS)
 ALL_OPS = (*NORM_OPS, *QUANT_OPS, *ACT_OPS, *SPARSE_ACT_OPS)
 ACT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
@@ -101,14 +113,9 @@ def default_block_size(op: str, scheme: QuantScheme | None, width: int) -> int:
 def template_of(op: str) -> str:
     """The template family of an op: "norm", "quant", "act" (act-and-mul) or
     "sparse_act" (gelu_and_mul_sparse)."""
-    if op in NORM_OPS:
-        return "norm"
-    if op in QUANT_OPS:
-        return "quant"
-    if op in ACT_OPS:
-        return "act"
-    if op in SPARSE_ACT_OPS:
-        return "sparse_act"
+    spec = SPECS.get(op)
+    if spec is not None:
+        return _TEMPLATE_OF_FAMILY[spec.family]
     raise ValueError(f"no Triton template for op {op!r} (known: {', '.join(ALL_OPS)})")
 
 
@@ -151,7 +158,7 @@ class KernelSpec:
 
     @property
     def has_residual(self) -> bool:
-        return self.op.startswith("fused_add_")
+        return SPECS[self.op].family == "residual_norm"
 
     def problem(self) -> str | None:
         """Why this spec cannot be emitted, or None."""
@@ -169,8 +176,11 @@ class KernelSpec:
             return "weight and epsilon belong to the norm ops"
         if self.weight_dtype is not None and self.weight_dtype not in ACT_DTYPES:
             return f"weight dtype must be f16, bf16 or f32, not {self.weight_dtype}"
-        if self.variance_size is not None and (self.op != "rms_norm" or self.variance_size < 1):
-            return "variance_size is a positive size of rms_norm only"
+        if self.variance_size is not None:
+            if "variance_size" not in SPECS[self.op].param_names:
+                return f"{self.op} has no variance_size"
+            if self.variance_size < 1:
+                return f"variance_size must be positive, not {self.variance_size}"
         if self.rounded_sum and not self.has_residual:
             return "rounded_sum belongs to the fused add ops only"
         if (self.op in QUANT_OPS or self.op in FUSED_QUANT_OPS) != (self.scheme is not None):

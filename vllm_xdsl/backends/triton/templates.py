@@ -64,6 +64,18 @@ def _store(ptr: str, stride: str, value: str, dtype: torch.dtype) -> str:
     return f"tl.store({ptr} + row * {stride} + cols, {value}.to({TL_DTYPE[dtype]}), mask=mask)"
 
 
+def _store_or_quantize(k: KernelText, spec: KernelSpec, n: str) -> None:
+    """Write the row's result `y` (`n` columns): as it is, or through the fused quant
+    epilogue when the kernel is a fused quant op."""
+    if spec.scheme is None:
+        k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
+    else:
+        quant_epilogue(
+            k, spec.scheme, spec.has_scale_ub, fused=True, n=n, tiled=spec.tiled,
+            hw=spec.hw_casts, zero_point=spec.zero_point,
+        )
+
+
 def norm_kernel(spec: KernelSpec) -> list[KernelText]:
     """rms_norm / fused_add_rms_norm, optionally followed by a quant epilogue."""
     k = KernelText(f"{spec.op}_kernel", ["x_ptr", "x_row_stride"])
@@ -122,13 +134,7 @@ def norm_kernel(spec: KernelSpec) -> list[KernelText]:
         final = None if wd == spec.dtype else spec.dtype
     if final is not None:
         k.add("y = " + round_to("y", final, spec.hw_casts))
-    if spec.scheme is None:
-        k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
-    else:
-        quant_epilogue(
-            k, spec.scheme, spec.has_scale_ub, fused=True, n="H", tiled=spec.tiled,
-            hw=spec.hw_casts, zero_point=spec.zero_point,
-        )
+    _store_or_quantize(k, spec, n="H")
     return [k]
 
 
@@ -212,13 +218,7 @@ def act_kernel(spec: KernelSpec) -> list[KernelText]:
         "y = " + round_to(expr, spec.dtype, spec.hw_casts),
         "y = " + round_to("y * b", spec.dtype, spec.hw_casts),
     )
-    if spec.scheme is None:
-        k.add(_store("out_ptr", "out_row_stride", "y", spec.dtype))
-    else:
-        quant_epilogue(
-            k, spec.scheme, spec.has_scale_ub, fused=True, n="D", tiled=spec.tiled,
-            hw=spec.hw_casts, zero_point=spec.zero_point,
-        )
+    _store_or_quantize(k, spec, n="D")
     return [k]
 
 

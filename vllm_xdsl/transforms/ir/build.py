@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OptOperandDef, OptResultDef
 
 _Op = TypeVar("_Op", bound=IRDLOperation)
+_T = TypeVar("_T")
 
 
 def build_op(
@@ -20,20 +21,26 @@ def build_op(
     """Build `cls` from operands and result types by name (absent optional ones: None),
     in the order of its IRDL definition, so callers need not know segment layouts."""
     definition = cls.get_irdl_definition()
-    ops_args: list[SSAValue | list[SSAValue]] = []
-    for name, odef in definition.operands:
-        v = operands.get(name)
-        if isinstance(odef, OptOperandDef):
-            ops_args.append([] if v is None else [v])
-        else:
-            assert v is not None, f"{cls.name}: operand {name} is required"
-            ops_args.append(v)
-    res_args: list[Attribute | list[Attribute]] = []
-    for name, rdef in definition.results:
-        t = result_types.get(name)
-        if isinstance(rdef, OptResultDef):
-            res_args.append([] if t is None else [t])
-        else:
-            assert t is not None, f"{cls.name}: result {name} is required"
-            res_args.append(t)
+    ops_args = _segments(cls, "operand", definition.operands, operands, OptOperandDef)
+    res_args = _segments(cls, "result", definition.results, result_types, OptResultDef)
     return cls.build(operands=ops_args, result_types=res_args, properties=dict(properties))
+
+
+def _segments(
+    cls: type[IRDLOperation],
+    what: str,
+    definitions: Sequence[tuple[str, object]],
+    given: Mapping[str, _T | None],
+    optional: type,
+) -> list[_T | list[_T]]:
+    """`given` in the order of `definitions`: an optional one as a 0- or 1-element list,
+    a required one as itself."""
+    args: list[_T | list[_T]] = []
+    for name, definition in definitions:
+        v = given.get(name)
+        if isinstance(definition, optional):
+            args.append([] if v is None else [v])
+        else:
+            assert v is not None, f"{cls.name}: {what} {name} is required"
+            args.append(v)
+    return args

@@ -179,26 +179,32 @@ def _fp8(v: SSAValue) -> torch.dtype:
 # --- one builder per op: KernelCall -> Raised (or _Skip) --------------------------------
 
 
-def _ir_rms_norm(c: KernelCall) -> Raised:
+def _returned_norm(c: KernelCall, residual: str | None, epsilon: str,
+                   variance_size: object = None) -> Raised:
+    """A functional norm form (vLLM IR, aiter): `x`, `weight` and the named residual and
+    epsilon arguments; its returned values are the norm's results, in order."""
     a = c.args
-    n = _norm(c, _tensor(a["x"]), None, a["weight"], a["epsilon"], c.returned[0].type,
-              same_dtype=False, variance_size=a["variance_size"])
-    return Raised([n], {c.returned[0]: n.results[0]})
+    n = _norm(c, _tensor(a["x"]), None if residual is None else _tensor(a[residual]),
+              a["weight"], a[epsilon], c.returned[0].type, same_dtype=False,
+              variance_size=variance_size)
+    return Raised([n], dict(zip(c.returned, n.results, strict=False)))
+
+
+def _ir_rms_norm(c: KernelCall) -> Raised:
+    return _returned_norm(c, None, "epsilon", c.args["variance_size"])
 
 
 def _ir_fused_add(c: KernelCall) -> Raised:
-    a = c.args
-    if a["variance_size"] is not None:
+    if c.args["variance_size"] is not None:
         raise _Skip
-    n = _norm(c, _tensor(a["x"]), _tensor(a["x_residual"]), a["weight"], a["epsilon"],
-              c.returned[0].type, same_dtype=False)
-    values: dict[SSAValue, SSAValue] = {c.returned[0]: n.results[0], c.returned[1]: n.results[1]}
+    raised = _returned_norm(c, "x_residual", "epsilon")
+    values = dict(raised.values)
     # maybe_inplace lets an impl overwrite x and x_residual; the native, vLLM IR's contract
     # (and what runs without a priority), leaves them as they were.
     for name in ("x", "x_residual"):
         if name in c.written:
-            values[c.written[name]] = _tensor(a[name])
-    return Raised([n], values)
+            values[c.written[name]] = _tensor(c.args[name])
+    return Raised(raised.ops, values)
 
 
 def _ir_gelu_and_mul_sparse(c: KernelCall) -> Raised:
@@ -215,19 +221,13 @@ def _ir_gelu_and_mul_sparse(c: KernelCall) -> Raised:
 
 
 def _aiter_rms_norm(c: KernelCall) -> Raised:
-    a = c.args
-    n = _norm(c, _tensor(a["x"]), None, a["weight"], a["variance_epsilon"],
-              c.returned[0].type, same_dtype=False)
-    return Raised([n], {c.returned[0]: n.results[0]})
+    return _returned_norm(c, None, "variance_epsilon")
 
 
 def _aiter_fused_add(c: KernelCall) -> Raised:
-    a = c.args
-    if a["gemma_norm"] is not False:
+    if c.args["gemma_norm"] is not False:
         raise _Skip
-    n = _norm(c, _tensor(a["x"]), _tensor(a["residual"]), a["weight"], a["variance_epsilon"],
-              c.returned[0].type, same_dtype=False)
-    return Raised([n], {c.returned[0]: n.results[0], c.returned[1]: n.results[1]})
+    return _returned_norm(c, "residual", "variance_epsilon")
 
 
 def _c_rms_norm(c: KernelCall) -> Raised:
