@@ -80,6 +80,7 @@ ERRORS: list[tuple[str, tuple[Any, ...], str]] = [
     ("rms_norm_quant", (X, W, 1e-6, None, None, FP8, False, "tensor"),
      "dynamic per-tensor quantization cannot be fused"),
     ("fused_add_rms_norm", (X, R.float(), W, 1e-6), "residual .* does not match x"),
+    ("static_scaled_fp8_quant", (X, S, I8), "fp8_dtype torch.int8 is not an fp8 dtype"),
 ]
 PYTHON_KERNELS = ("rms_norm", "fused_add_rms_norm", "act_and_mul", "quant",
                   "dynamic_scaled_fp8_quant", "fused")

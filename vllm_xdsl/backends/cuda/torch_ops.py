@@ -23,6 +23,7 @@ from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.library import ACTIVATION_CODES
 from vllm_xdsl.core.catalog import FORM_FIELDS, SPECS, OpSpec, quant_specs
+from vllm_xdsl.core.dtypes import is_fp8
 from vllm_xdsl.core.scheme import Granularity, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import ALL_OPS
@@ -59,6 +60,8 @@ def _unfused_quant(k: Kernels, spec: OpSpec) -> Callable[..., Any]:
         values = bind(args, kwargs)
         x, zero_point = values[0], values[at["zero_point"]]
         dtype = values[at["fp8_dtype"]] if "fp8_dtype" in at else torch.int8
+        if "fp8_dtype" in at and not is_fp8(dtype):  # else an int8 scheme would run
+            raise ValueError(f"{spec.name}: fp8_dtype {dtype} is not an fp8 dtype")
         s = _unfused_scheme(dtype, static, granularity, values[at["variant"]], spec.name,
                             **{FORM_FIELDS[n]: values[at[n]] for n in names if n in FORM_FIELDS})
         if not static and granularity == "tensor":  # its own kernel: a global absmax first

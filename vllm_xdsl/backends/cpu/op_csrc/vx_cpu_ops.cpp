@@ -464,8 +464,6 @@ template <void (*F)(const c10::OperatorHandle&, Stack*)> torch::CppFunction boxe
 
 }  // namespace
 
-extern "C" int vx_cpu_ops_abi(void) { return 1; }  // what op_library.py checks it loaded
-
 TORCH_LIBRARY_IMPL(VX_NAMESPACE, CPU, m) {
   m.impl("rms_norm", boxed<rms_norm>());
   m.impl("fused_add_rms_norm", boxed<fused_add_rms_norm<false>>());
