@@ -8,6 +8,11 @@ Python side is the CUDA backend's as well (kernels.Kernels, torch_ops.define("cp
 register.register("cpu")): the same launchers, argument checks and torch ops
 (`torch.ops.vllm_xdsl_cpu.<op>`), every op and variant the CUDA family implements. The
 library is built just in time with g++ -march=native into VLLM_XDSL_CACHE_DIR (build.py).
+
+A Python kernel costs more than the kernel itself on one token, so the ops' CPU dispatch
+key gets C++ kernels too (op_csrc/vx_cpu_ops.cpp, built against torch's headers and loaded
+beside the library by op_library.py): they take the common cases (contiguous rows, the
+default numerics) and hand the others to the Python kernels.
 """
 
 from __future__ import annotations

@@ -41,4 +41,7 @@ def host_problem() -> str | None:
         find_compiler("cpu")
     except ToolchainMissing as e:
         return f"cpu: {e}"
-    return None
+    from vllm_xdsl.backends.cpu.op_library import torch_headers_problem
+
+    problem = torch_headers_problem()
+    return None if problem is None else f"cpu: {problem}"

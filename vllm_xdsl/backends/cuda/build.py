@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -194,6 +194,14 @@ def build_library(vendor: Vendor, archs: Sequence[str] | None = None,
 
 def _build_locked(vendor: Vendor, compiler: str, archs: tuple[str, ...], sources: Path,
                   out: Path) -> Path:
+    main = sources / MAIN_SOURCES.get(vendor, MAIN_SOURCE)
+    return build_cached(out, lambda tmp: compile_command(vendor, compiler, archs, main, tmp),
+                        vendor)
+
+
+def build_cached(out: Path, command: Callable[[Path], list[str]], vendor: Vendor) -> Path:
+    """Run `command(tmp)` under the build lock of `out` and move tmp to `out` (unless
+    another process built it meanwhile); out's directory must exist."""
     root = out.parent
     with open(root / f"{out.name}.lock", "w") as lock:
         _acquire(lock, out)
@@ -202,11 +210,10 @@ def _build_locked(vendor: Vendor, compiler: str, archs: tuple[str, ...], sources
                 return out
             tmp = root / f".{out.name}.{os.getpid()}.tmp"
             try:
-                main = sources / MAIN_SOURCES.get(vendor, MAIN_SOURCE)
-                cmd = compile_command(vendor, compiler, archs, main, tmp)
+                cmd = command(tmp)
                 _run_compiler(cmd, vendor, root / f"{out.name}.log")
                 if not tmp.exists():
-                    raise BuildError(f"{Path(compiler).name} reported success but wrote no {tmp.name}")
+                    raise BuildError(f"{Path(cmd[0]).name} reported success but wrote no {tmp.name}")
                 os.replace(tmp, out)
             finally:
                 tmp.unlink(missing_ok=True)

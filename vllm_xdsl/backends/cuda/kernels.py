@@ -301,6 +301,11 @@ def _library(vendor: Vendor, archs: tuple[str, ...]) -> L.KernelLibrary:
 
 @functools.cache
 def _host_library() -> L.KernelLibrary:
+    """The cpu kernel library, and its torch operator kernels loaded beside it: from the
+    next call on, the cpu torch ops run in C++ (backends/cpu/op_library.py)."""
     from vllm_xdsl.backends.cpu.host import isa_key
+    from vllm_xdsl.backends.cpu.op_library import load_op_library
 
-    return _library("cpu", (isa_key(),))
+    lib = _library("cpu", (isa_key(),))
+    load_op_library(lib.path)
+    return lib

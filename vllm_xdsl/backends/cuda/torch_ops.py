@@ -1,8 +1,9 @@
-"""The kernels as torch ops, `torch.ops.vllm_xdsl_<vendor>.<op>` (vendor cuda or rocm).
+"""The kernels as torch ops, `torch.ops.vllm_xdsl_<vendor>.<op>` (vendor cuda, rocm or cpu).
 
 Each op has the native signature; its fake is the native contract (shape-, dtype- and
 stride-exact, runs on fake tensors), so export and torch.compile trace through it without
-a GPU. `fused_add_rms_norm_` and `fused_add_rms_norm_quant_` are the in-place variants: they
+a GPU. Its kernel is the Python launcher (CompositeExplicitAutograd); the cpu ops also get
+C++ kernels on their CPU key once the kernels are built (backends/cpu/op_library.py). `fused_add_rms_norm_` and `fused_add_rms_norm_quant_` are the in-place variants: they
 mutate `x`/`residual` (resp. `residual`) and return nothing, as mutating custom ops must.
 
 `launchers(vendor)` returns plain functions with exactly the native signatures that call
@@ -22,6 +23,7 @@ from vllm_xdsl.backends.cuda.build import Vendor
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.library import ACTIVATION_CODES
 from vllm_xdsl.core.catalog import FORM_FIELDS, SPECS, OpSpec, quant_specs
+from vllm_xdsl.core.dtypes import is_fp8
 from vllm_xdsl.core.scheme import Granularity, QuantScheme
 from vllm_xdsl.core.variant import parse_variant
 from vllm_xdsl.ops import ALL_OPS
@@ -58,6 +60,8 @@ def _unfused_quant(k: Kernels, spec: OpSpec) -> Callable[..., Any]:
         values = bind(args, kwargs)
         x, zero_point = values[0], values[at["zero_point"]]
         dtype = values[at["fp8_dtype"]] if "fp8_dtype" in at else torch.int8
+        if "fp8_dtype" in at and not is_fp8(dtype):  # else an int8 scheme would run
+            raise ValueError(f"{spec.name}: fp8_dtype {dtype} is not an fp8 dtype")
         s = _unfused_scheme(dtype, static, granularity, values[at["variant"]], spec.name,
                             **{FORM_FIELDS[n]: values[at[n]] for n in names if n in FORM_FIELDS})
         if not static and granularity == "tensor":  # its own kernel: a global absmax first
@@ -72,16 +76,19 @@ def _unfused_quant(k: Kernels, spec: OpSpec) -> Callable[..., Any]:
 
 
 @functools.cache
-def define(vendor: Vendor, kernels: Kernels | None = None) -> SimpleNamespace:
+def define(vendor: Vendor, kernels: Kernels | None = None, namespace: str | None = None
+           ) -> SimpleNamespace:
     """Register vendor's custom ops (once) and return them by op name. With `kernels` (tests:
-    a CPU-emulated build), the same functions calling those kernels, registered nowhere."""
+    a CPU-emulated build), the same functions calling those kernels, registered nowhere, or
+    as the ops of `namespace` if given (tests of the cpu operator kernels)."""
     k = Kernels(vendor) if kernels is None else kernels
-    ns = f"vllm_xdsl_{vendor}"
+    ns = namespace or f"vllm_xdsl_{vendor}"
+    register = kernels is None or namespace is not None
     ops: dict[str, object] = {}
 
     def op(fake, mutates_args=()):  # noqa: ANN001, ANN202 - decorator factory
         def wrap(fn):  # noqa: ANN001, ANN202
-            ops[fn.__name__] = fn if kernels is not None else define_op(
+            ops[fn.__name__] = fn if not register else define_op(
                 ns, fn.__name__, fn, fake, mutates_args=mutates_args)
             return ops[fn.__name__]
         return wrap
@@ -193,10 +200,9 @@ def _with_native_signature(custom: Callable[..., Any], name: str) -> Callable[..
 def launchers(vendor: Vendor) -> SimpleNamespace:
     """Functions with the native signatures calling the ops (what the registry holds).
 
-    The cpu kernels are called directly, not through their torch ops: a host kernel of a
-    few µs would spend more in the torch op's dispatch than in itself (eager calls; the
-    torch ops still serve compiled graphs, define("cpu"))."""
-    t = define(vendor, Kernels(vendor)) if vendor == "cpu" else define(vendor)
+    The cpu ops too: their CPU kernels are C++ (backends/cpu/op_library.py), a call costs
+    what a torch op's dispatch costs (eager calls and compiled graphs alike)."""
+    t = define(vendor)
     fns = {name: _with_native_signature(getattr(t, name), name) for name in vars(t)
            if not name.endswith("_")}
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels.cuh"  // built with -DVX_EMUL: the host definitions of the device names
+#include "vx_launchers.h"  // the declarations the definitions below must match
 
 using namespace vx;
 

@@ -1,0 +1,103 @@
+"""The cpu provider's torch operator kernels (op_csrc/vx_cpu_ops.cpp): built just in time
+against torch's headers and a kernel library, cached like it, loaded into torch.
+
+The ops themselves are defined in Python (backends/cuda/torch_ops.py); loading this library
+adds C++ kernels on their CPU dispatch key, which hand every case they do not take back to
+the Python kernels. Nothing here runs at import: the first call of a cpu op builds and loads
+it (kernels.Kernels._prepare), so the first call runs in Python and the next ones in C++.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+import torch
+
+from vllm_xdsl import user_cache
+from vllm_xdsl.backends.cuda import build as B
+from vllm_xdsl.backends.cuda import library as L
+from vllm_xdsl.core.dtypes import INT8_MAX, fp8_max
+from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
+
+OP_CSRC = Path(__file__).parent / "op_csrc"
+SOURCE = OP_CSRC / "vx_cpu_ops.cpp"
+NAMESPACE = "vllm_xdsl_cpu"
+TORCH_DIR = Path(torch.__file__).parent
+
+
+def torch_headers_problem() -> str | None:
+    """Why torch's C++ headers or libraries are missing here (a wheel without them), or None."""
+    for need in (TORCH_DIR / "include" / "torch" / "library.h", TORCH_DIR / "lib"):
+        if not need.exists():
+            return f"torch's C++ headers are missing ({need} not found)"
+    return None
+
+
+def _defines(namespace: str) -> list[str]:
+    """The -D constants of vx_cpu_ops.cpp, from the modules that define them."""
+    act_ops = "".join(f"X({name},{L.ACTIVATION_CODES[act]})" for name, act in ACTIVATIONS.items()
+                      if act in L.ACTIVATION_CODES)
+    fused = "".join(f"X({name},{L.ACTIVATION_CODES[act]})" for name in FUSED_ACT_OPS
+                    if (act := activation_of(name)) in L.ACTIVATION_CODES)
+    codes = {"D_F32": L.DTYPE_CODES["float32"], "D_F16": L.DTYPE_CODES["float16"],
+             "D_BF16": L.DTYPE_CODES["bfloat16"], "S_STATIC_FP8": L.S_STATIC_FP8,
+             "S_STATIC_I8": L.S_STATIC_I8, "S_TOKEN_FP8": L.S_TOKEN_FP8,
+             "S_TOKEN_I8": L.S_TOKEN_I8, "S_GROUP_FP8": L.S_GROUP_FP8}
+    maxima = {"FMAX_E4M3FN": fp8_max(torch.float8_e4m3fn),
+              "FMAX_E4M3FNUZ": fp8_max(torch.float8_e4m3fnuz), "IMAX": INT8_MAX}
+    return [f"-DVX_NAMESPACE={namespace}", f"-DVX_ACT_OPS={act_ops}",
+            f"-DVX_ACT_QUANT_OPS={fused}", *(f"-DVX_{k}={v}" for k, v in codes.items()),
+            *(f"-DVX_{k}={v!r}f" for k, v in maxima.items())]
+
+
+def compile_command(compiler: str, kernels: Path, namespace: str, out: Path) -> list[str]:
+    """Linked against `kernels` by file name, found beside the result ($ORIGIN: both live in
+    the cache directory); torch's libraries are the ones the process has loaded."""
+    lib = TORCH_DIR / "lib"
+    abi = int(torch.compiled_with_cxx11_abi())
+    return [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+            *_defines(namespace), "-isystem", str(TORCH_DIR / "include"),
+            "-I", str(B.CPU_CSRC), str(SOURCE), "-o", str(out),
+            f"-L{kernels.parent}", f"-l:{kernels.name}", "-Wl,-rpath,$ORIGIN",
+            f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
+
+
+def cache_key(kernels: Path, namespace: str) -> str:
+    h = hashlib.sha256()
+    for path in (SOURCE, B.CPU_CSRC / "vx_launchers.h"):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(B.compiler_version("cpu").encode() + torch.__version__.encode())
+    h.update("\0".join(compile_command("CC", kernels, namespace, Path("OUT"))).encode())
+    return h.hexdigest()[:20]
+
+
+def build_op_library(kernels: Path, namespace: str = NAMESPACE) -> Path:
+    """The operator library over the kernel library `kernels` (which must be in the cache
+    directory), built now unless the cache has it; ToolchainMissing / BuildError else."""
+    problem = torch_headers_problem()
+    if problem is not None:
+        raise B.ToolchainMissing(problem)
+    compiler = B.find_compiler("cpu")
+    root = kernels.parent  # the cache directory the kernel library was built into
+    out = root / f"vx_ops_{namespace}_{kernels.stem}_{cache_key(kernels, namespace)}.so"
+    if out.exists():
+        return out
+    try:
+        return B.build_cached(out, lambda tmp: compile_command(compiler, kernels, namespace, tmp),
+                              "cpu")
+    except OSError as e:
+        raise B.BuildError(user_cache.unusable(root, e)) from None
+
+
+@functools.cache
+def load_op_library(kernels: Path, namespace: str = NAMESPACE) -> Path:
+    """Build (or fetch) and load the operator library: its kernels are then on the CPU key
+    of `namespace`'s ops (defined in Python before or after; the dispatcher joins them)."""
+    path = build_op_library(kernels, namespace)
+    try:
+        torch.ops.load_library(str(path))
+    except OSError as e:
+        raise L.DeviceUnavailable(f"cannot load {path.name}: {e}") from None
+    return path
