@@ -312,6 +312,24 @@ def test_pass_flag_options_are_quoted_for_the_pipeline_parser():
     ]
 
 
+def test_a_forced_bare_priority_list_reaches_the_pass(tmp_path: Path):
+    """`!` is not a bare token of xDSL's pipeline syntax: the flag quotes it."""
+    src = tmp_path / "in.mlir"
+    src.write_text(GOOD_NORM)
+    res = run_opt(str(src), "--lower-dispatch=target=cuda priority=triton!")
+    assert res.returncode == 0, res.stderr
+    assert "triton.rms_norm" in res.stdout
+
+
+def test_a_bad_pipeline_spec_is_one_line_saying_where_and_what(tmp_path: Path):
+    src = tmp_path / "in.mlir"
+    src.write_text(GOOD_NORM)
+    res = run_opt(str(src), "-p", "lower-dispatch{priority=triton!}")
+    assert res.returncode == 1
+    assert res.stderr == ("vllm-opt: error: Error parsing pass pipeline specification: at 1:31 "
+                          "in 'lower-dispatch{priority=triton!}': Unknown token\n")
+
+
 def test_pass_flag_option_without_value_is_an_error():
     with pytest.raises(ValueError, match="must be key=value"):
         split_pass_flags(["--lower-dispatch=cpu"], {"lower-dispatch"})

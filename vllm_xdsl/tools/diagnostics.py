@@ -35,6 +35,18 @@ def one_line(error: BaseException) -> str:
     return type(error).__name__
 
 
+def spec_error_line(error: BaseException) -> str:
+    """xDSL's pipeline-spec error in one line: its headline, where and what, without the
+    caret picture (`Error parsing pass pipeline specification: at 1:31 in
+    'lower-dispatch{...}': Unknown token`)."""
+    lines = [ln.strip() for ln in str(error).strip().splitlines() if ln.strip()]
+    if len(lines) < 4:
+        return one_line(error)
+    head, where, text, *rest = lines
+    what = " ".join(ln for ln in rest if set(ln) != {"^"})
+    return f"{head} at {where.partition(':')[2]} in '{text}': {what}"
+
+
 def parse_error_line(error: ParseError, line_offset: int) -> str:
     loc = error.span.get_location()
     return f"{loc.file}:{loc.line + line_offset}:{loc.col}: error: {parse_error_message(error)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-_SPECIAL = set("=,;{} ")
+_SPECIAL = set("=,;{} !")  # what xDSL's pipeline lexer takes only quoted
 
 
 def split_pass_flags(argv: Sequence[str], pass_names: set[str]) -> list[str]:

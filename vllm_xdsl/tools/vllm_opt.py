@@ -36,6 +36,7 @@ from vllm_xdsl.tools.diagnostics import (
     not_utf8_line,
     one_line,
     parse_error_line,
+    spec_error_line,
 )
 from vllm_xdsl.tools.pass_flags import split_pass_flags
 
@@ -214,7 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, InputParseError) as e:
         print(str(e), file=sys.stderr)
         return 1
-    except (DiagnosticException, ValueError, OSError, KeyError, ArgSpecParseError) as e:
+    except ArgSpecParseError as e:
+        print(f"vllm-opt: error: {spec_error_line(e)}", file=sys.stderr)
+        return 1
+    except (DiagnosticException, ValueError, OSError, KeyError) as e:
         print(f"vllm-opt: error: {one_line(e)}", file=sys.stderr)
         return 1
     except ParseError as e:
