@@ -129,3 +129,45 @@ def test_unknown_option_lists_only_what_applies() -> None:
         vllm_xdsl.post_grad_pass(bogus=1)
     listed = str(info.value).partition("(options: ")[2].partition(")")[0].split(", ")
     assert listed == ["passes", "priority", "target", "strict", "pass_options"]
+
+
+class MulInt8Quant(torch.nn.Module):
+    """A bf16 product quantized to int8 (compressed-tensors' form, raised to
+    static_scaled_int8_quant): in eager the product is rounded to bf16 before the quant."""
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        y = x * w
+        return torch.round(y.float() / s).clamp(-128, 127).to(torch.int8)
+
+
+def test_emulated_precision_casts_survive_the_rewrite() -> None:
+    # Inductor rounds a bf16 pointwise result where eager would only under
+    # emulate_precision_casts, and only for the nodes tracing marked
+    # (meta "low_precision_pointwise_barrier"): the rewritten graph must keep the marks, or
+    # the product above reaches the quant in f32 and int8 values move (4 % measured).
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(64, 256, generator=g) * 3).to(torch.bfloat16)
+    w = torch.randn(256, generator=g).to(torch.bfloat16)
+    s = torch.tensor([4.0 / 127.0])
+    model = MulInt8Quant()
+    eager = model(x, w, s)
+    seen: list[str] = []
+    with torch._inductor.config.patch(emulate_precision_casts=True), fresh():
+        assert int((compiled(model, None)(x, w, s) != eager).sum()) == 0  # Inductor's own
+    with torch._inductor.config.patch(emulate_precision_casts=True), fresh():
+        ours = vllm_xdsl.post_grad_pass(strict=True)
+        mark = len(RESULTS)
+
+        class Spy(torch._inductor.custom_graph_pass.CustomGraphPass):
+            def __call__(self, graph: torch.fx.Graph) -> None:
+                ours(graph)
+                seen.append(str(graph))
+
+            def uuid(self) -> str:
+                return ours.uuid()
+
+        out = compiled(model, Spy())(x, w, s)
+    (result,) = RESULTS[mark:]
+    assert result.stages[1].op_counts["vllm.static_scaled_int8_quant"] == 1
+    assert len(seen) == 1
+    assert int((out != eager).sum()) == 0

@@ -197,6 +197,7 @@ class Exporter:
             self.reused.add(source)
         else:
             self.fake.run(node)
+        _mark_low_precision(node)
         if not is_tuple:
             self.nodes[results[0]] = node
             return
@@ -205,6 +206,25 @@ class Exporter:
                 item = self.graph.call_function(operator.getitem, (node, index))
                 self.fake.run(item)
                 self.nodes[value] = item
+
+
+def _mark_low_precision(node: torch.fx.Node) -> None:
+    """Mark an op on f16/bf16 values as AOTAutograd's tracing marks each op eager runs
+    (proxy_tensor's pointwise barrier), where Inductor emulates eager's casts: Inductor then
+    rounds such an op's inputs and result to their dtype inside a fused kernel, as eager
+    does. Unmarked, a bf16 product read by a quant in the same kernel stays in f32 and the
+    int8 values move (test_post_grad.py). The mark alone makes Inductor round, so it is set
+    only under the setting, as tracing sets it."""
+    from torch._inductor import config
+
+    if not config.emulate_precision_casts or not isinstance(node.target, torch._ops.OpOverload):
+        return
+    values = [node.meta.get("val"), *(n.meta.get("val") for n in node.all_input_nodes)]
+    if any(isinstance(v, torch.Tensor) and v.dtype in _LOW_PRECISION for v in values):
+        node.meta["low_precision_pointwise_barrier"] = True
+
+
+_LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 
 def _name_aten_origins(graph: torch.fx.Graph) -> None:
