@@ -32,6 +32,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 WAYS = ("plain", "backend", "post_grad", "backend_ir", "post_grad_ir")
+# The backend way's baseline, not through our compiler: vLLM hands Dynamo's graph, as in the
+# backend way, to Inductor's compile_fx as a plain torch.compile backend.
+INDUCTOR_BACKEND = "inductor_backend"
+ALL_WAYS = (*WAYS, INDUCTOR_BACKEND)
 PROMPTS = [[1, 5, 9, 17, 33, 65], [2, 4, 8, 16, 32, 64, 128, 200]]
 FALLBACK_MARKS = ("running the unmodified graph", "graph left unchanged")
 
@@ -42,6 +46,8 @@ def compilation_config(way: str) -> dict[str, Any] | None:
         return None
     if way == "backend":  # DYNAMO_TRACE_ONCE hands Dynamo's graph to a torch.compile backend
         return {"mode": 2, "backend": "vllm_xdsl"}
+    if way == INDUCTOR_BACKEND:
+        return {"mode": 2, "backend": "torch._inductor.compile_fx.compile_fx"}
     if way == "post_grad":  # vLLM's default CPU config: Inductor, with our post-grad pass
         return {"inductor_compile_config": _post_grad_pass()}
     # vLLM IR's torch wrap on: the graph holds `torch.ops.vllm_ir.*` nodes instead of their
@@ -52,7 +58,7 @@ def compilation_config(way: str) -> dict[str, Any] | None:
     if way == "post_grad_ir":
         return {"mode": 2, "backend": "inductor", "ir_enable_torch_wrap": True,
                 "inductor_compile_config": _post_grad_pass()}
-    raise ValueError(f"unknown way {way!r}; known: {', '.join(WAYS)}")
+    raise ValueError(f"unknown way {way!r}; known: {', '.join(ALL_WAYS)}")
 
 
 def _post_grad_pass() -> dict[str, Any]:
@@ -66,8 +72,8 @@ def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900
     """Start one engine in a child process (fresh caches, `env` added to its environment)
     and return its RESULT, or {"error": ...} naming the exit status and the last line it
     printed."""
-    if way not in WAYS:
-        raise ValueError(f"unknown way {way!r}; known: {', '.join(WAYS)}")
+    if way not in ALL_WAYS:
+        raise ValueError(f"unknown way {way!r}; known: {', '.join(ALL_WAYS)}")
     with tempfile.TemporaryDirectory(prefix=f"vllm-engine-{way}-") as tmp:
         child_env = {**os.environ, **(env or {}), "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
                "VLLM_CACHE_ROOT": f"{tmp}/vllm", "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
@@ -152,7 +158,7 @@ def _child(checkpoint: str, way: str, tokens: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True)
-    parser.add_argument("--way", choices=WAYS, required=True)
+    parser.add_argument("--way", choices=ALL_WAYS, required=True)
     parser.add_argument("--tokens", type=int, default=8)
     args = parser.parse_args()
     if not (Path(args.checkpoint) / "config.json").exists():
