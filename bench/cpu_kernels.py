@@ -40,6 +40,7 @@ from vllm_xdsl.core.catalog import SPECS
 BF16 = torch.bfloat16
 INT8, FP8 = torch.int8, torch.float8_e4m3fn
 EPS = 1e-6
+GROUP_SIZE = 128
 # The quant schemes the fused ops are measured with: (unfused quant op, fused scheme).
 SCHEMES: dict[str, tuple[str, dict[str, Any]]] = {
     "i8-static": ("static_scaled_int8_quant",
@@ -52,7 +53,7 @@ SCHEMES: dict[str, tuple[str, dict[str, Any]]] = {
                   {"quant_dtype": FP8, "static": False, "granularity": "token"}),
     "fp8-group": ("per_token_group_fp8_quant",
                   {"quant_dtype": FP8, "static": False, "granularity": "group",
-                   "group_size": 128}),
+                   "group_size": GROUP_SIZE}),
 }
 TOKENS = (1, 16, 64, 128, 1024, 4096)
 HIDDEN = (2048, 4096)
@@ -103,11 +104,12 @@ class Case:
             return (i.x, i.w, EPS), {}
         if self.op == "fused_add_rms_norm":
             return (i.x, i.r, i.w, EPS), {}
-        scheme = next(s for q, s in SCHEMES.values() if q == self.op)
-        if scheme["static"]:
+        form = spec.form  # every unfused quant, with a fused scheme or not
+        assert form is not None, f"{self.op}: not a quant"
+        if form.static:
             return (i.x, i.scale), {}
-        if scheme["granularity"] == "group":
-            return (i.x, scheme["group_size"]), {}
+        if form.granularity == "group":
+            return (i.x, GROUP_SIZE), {}
         return (i.x,), {}
 
 
