@@ -322,11 +322,14 @@ template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t
     return;
   }
   const bool fast = quotient_exact(div);
+  // x * NaN is that NaN in every lane, as torch gives it; the product of two NaNs is its
+  // first operand's, and which one that is the compiler chooses (the product commutes).
+  const bool nan_mul = SCHEME == S_STATIC_FP8 && std::isnan(mul);
   for (int64_t i = b; i < e; i += L) {
     const __mmask16 m = lanes(e - i);
     const __m512 y = _mm512_maskz_loadu_ps(m, buf + i);
     __m512 v;
-    if constexpr (SCHEME == S_STATIC_FP8) v = _mm512_mul_ps(y, vm);  // x * (1 / scale)
+    if constexpr (SCHEME == S_STATIC_FP8) v = nan_mul ? vm : _mm512_mul_ps(y, vm);
     else v = fast ? vquot(y, vd, vm) : _mm512_div_ps(y, vd);
     __m128i c;
     if constexpr (kInt8) {
