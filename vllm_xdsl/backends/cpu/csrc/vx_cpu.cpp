@@ -39,16 +39,18 @@ int fail(const char* fmt, const char* a = "", long long b = 0) {
 
 // --- loads, stores and roundings of 16 values ---------------------------------------------
 
-template <typename T> V vload(const T* p, Tail m);
-template <> V vload<float>(const float* p, Tail m) { return load_f32(p, m); }
-template <> V vload<f16_t>(const f16_t* p, Tail m) { return from_f16(load_u16(p, m)); }
-template <> V vload<bf16_t>(const bf16_t* p, Tail m) {
+template <typename T> VX_VEC_INLINE V vload(const T* p, Tail m);
+template <> VX_VEC_INLINE V vload<float>(const float* p, Tail m) { return load_f32(p, m); }
+template <> VX_VEC_INLINE V vload<f16_t>(const f16_t* p, Tail m) {
+  return from_f16(load_u16(p, m));
+}
+template <> VX_VEC_INLINE V vload<bf16_t>(const bf16_t* p, Tail m) {
   return floats(vslli<16>(widen16(load_u16(p, m))));
 }
 
 // f32 -> bf16 bits (in the high half of each lane), round to nearest even, NaN made quiet:
 // vx_float_to_bf16 of numerics.h, lane by lane.
-VI bf16_bits(V v) {
+VX_VEC_INLINE VI bf16_bits(V v) {
   const VI u = bits(v);
   const VI lsb = vand(vsrli<16>(u), iset1(1));
   const VI r = vselect(is_nan(v), vor(u, iset1(0x400000)), vadd(u, vadd(lsb, iset1(0x7fff))));
@@ -58,7 +60,7 @@ VI bf16_bits(V v) {
 // 16 bf16 codes of v, rounded to nearest even. AVX512-BF16's conversion does that in one
 // instruction but flushes denormal inputs to zero: lanes with a denormal (rare) take the
 // integer rounding instead, so the result is vx_float_to_bf16's in every lane.
-__m256i bf16_codes(V v) {
+VX_VEC_INLINE __m256i bf16_codes(V v) {
 #ifdef __AVX512BF16__
   __m256i r = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
   const __m512i u = _mm512_castps_si512(v);
@@ -72,10 +74,10 @@ __m256i bf16_codes(V v) {
 #endif
 }
 
-V bf16_widen(__m256i codes) { return floats(vslli<16>(widen16(codes))); }
+VX_VEC_INLINE V bf16_widen(__m256i codes) { return floats(vslli<16>(widen16(codes))); }
 
 // The value v takes once stored in dtype T (a rounding point of the contract).
-template <typename T> V vround(V v) {
+template <typename T> VX_VEC_INLINE V vround(V v) {
   if constexpr (std::is_same_v<T, bf16_t>) {
     return bf16_widen(bf16_codes(v));
   } else if constexpr (std::is_same_v<T, f16_t>) {
@@ -85,7 +87,7 @@ template <typename T> V vround(V v) {
   }
 }
 
-template <typename T> void vstore(T* p, V v, Tail m) {
+template <typename T> VX_VEC_INLINE void vstore(T* p, V v, Tail m) {
   if constexpr (std::is_same_v<T, bf16_t>) {
     store_u16(p, m, bf16_codes(v));
   } else if constexpr (std::is_same_v<T, f16_t>) {
@@ -96,7 +98,7 @@ template <typename T> void vstore(T* p, V v, Tail m) {
 }
 
 // Store v, already a value of T (vround<T>): bf16 keeps the high halves, no rounding left.
-template <typename T> void vstore_exact(T* p, V v, Tail m) {
+template <typename T> VX_VEC_INLINE void vstore_exact(T* p, V v, Tail m) {
   if constexpr (std::is_same_v<T, bf16_t>) {
     store_u16(p, m, narrow16(vsrli<16>(bits(v))));
   } else {
@@ -104,14 +106,14 @@ template <typename T> void vstore_exact(T* p, V v, Tail m) {
   }
 }
 
-V vabs(V v) { return floats(vand(bits(v), iset1(0x7fffffff))); }
+VX_VEC_INLINE V vabs(V v) { return floats(vand(bits(v), iset1(0x7fffffff))); }
 
 // clamp(v, -qmax, qmax) keeping NaN (vx_min_nan(vx_max_nan(v, -qmax), qmax)): vmax and
 // vmin return their second operand when one is NaN.
-V vclamp(V v, float qmax) { return vmin(vset1(qmax), vmax(vset1(-qmax), v)); }
+VX_VEC_INLINE V vclamp(V v, float qmax) { return vmin(vset1(qmax), vmax(vset1(-qmax), v)); }
 
 // vx_float_to_e4m3<FNUZ> of a clamped value (|v| <= FMAX or NaN), lane by lane.
-template <bool FNUZ> __m128i e4m3_codes(V v) {
+template <bool FNUZ> VX_VEC_INLINE __m128i e4m3_codes(V v) {
   constexpr int bias = FNUZ ? 8 : 7;
   const VI u = bits(v);
   const VI sign = vand(vsrli<24>(u), iset1(0x80));
@@ -137,14 +139,14 @@ template <bool FNUZ> __m128i e4m3_codes(V v) {
 
 // vx_float_to_int8: NaN gives 0; round half to even; saturate to [-128, 127] (clamping
 // first is the same, the bounds being integers, and keeps the conversion in range).
-__m128i int8_codes(V v) {
+VX_VEC_INLINE __m128i int8_codes(V v) {
   v = vselect(is_nan(v), vzero(), v);
   v = vmin(vmax(v, vset1(-128.f)), vset1(127.f));
   return narrow8(vcvt_i32(v));
 }
 
 // e^v to about 1 ulp: 2^n * e^r with |r| <= ln2 / 2; scalef gives inf / 0 past the range.
-V vexp(V v) {
+VX_VEC_INLINE V vexp(V v) {
   v = vmin(vmax(v, vset1(-104.f)), vset1(89.f));
   const V n = vrint(vmul(v, vset1(1.44269504088896341f)));
   V r = vfnmadd(n, vset1(0.693359375f), v);
@@ -161,7 +163,7 @@ V vexp(V v) {
 
 // Activations in f32 (kernels.cuh's formulas). SiLU is vectorized; GELU's erf and tanh are
 // the C library's, lane by lane (accurate, as the GPU kernels use erff / tanhf).
-template <int PROD> V vactivation(V a) {
+template <int PROD> VX_VEC_INLINE V vactivation(V a) {
   if constexpr (PROD == P_SILU_MUL) {
     const V e = vexp(vsub(vzero(), a));
     return vdiv(a, vadd(vset1(1.f), e));
@@ -179,7 +181,7 @@ template <int PROD> V vactivation(V a) {
 // correctly rounded quotient (Markstein's theorem). It needs s and 1 / s normal (the caller
 // checks: quotient_exact) and a finite y; where y is inf, NaN or zero, y is x / s already
 // (the fma would lose a zero's sign; a quotient that underflows quantizes to 0 either way).
-V vquot(V x, V s, V inv) {
+VX_VEC_INLINE V vquot(V x, V s, V inv) {
   const V y = vmul(x, inv);
   const V r = vfnmadd(y, s, x);
   const V q = vfmadd(r, inv, y);
@@ -205,7 +207,7 @@ float absmax(const float* buf, int64_t b, int64_t e) {
 
 // --- one row ------------------------------------------------------------------------------
 
-template <typename W> V apply_weight(V y, const void* weight, int64_t i, Tail m) {
+template <typename W> VX_VEC_INLINE V apply_weight(V y, const void* weight, int64_t i, Tail m) {
   // y.to(weight.dtype) * weight, rounded to the weight's dtype
   const V w = vload<W>(static_cast<const W*>(weight) + i, m);
   return vround<W>(vmul(vround<W>(y), w));

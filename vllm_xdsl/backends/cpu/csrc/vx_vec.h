@@ -30,6 +30,8 @@ constexpr int kToNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 
+#define VX_VEC_INLINE
+
 using V = __m512;
 using VI = __m512i;
 using Pred = __mmask16;
@@ -96,6 +98,10 @@ inline __m256i f16_codes(V a) { return _mm512_cvtps_ph(a, kToNearest); }
 inline V from_f16(__m256i c) { return _mm512_cvtph_ps(c); }
 
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+// Vectors of two registers cross a function call through memory (the x86-64 ABI passes
+// aggregates over 16 bytes so): vx_cpu.cpp's helpers taking or giving one are inlined.
+#define VX_VEC_INLINE inline __attribute__((always_inline))
 
 struct V { __m256 lo, hi; };
 struct VI { __m256i lo, hi; };
