@@ -283,9 +283,10 @@ void produce(const Params& p, int64_t row, float* buf) {
   }
 }
 
-// Quantize buf[b, e) into q with the default numerics: y * mul (static fp8) or y / div.
+// Quantize buf[b, e) into q: y * mul with `recip` (static fp8's default numerics, and the
+// recip variant), else y / div.
 template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t* q, int64_t b,
-                                      int64_t e, float mul, float div) {
+                                      int64_t e, float mul, float div, bool recip) {
   constexpr bool kInt8 = SCHEME == S_STATIC_I8 || SCHEME == S_TOKEN_I8;
   const V vm = vset1(mul), vd = vset1(div);
   if (SCHEME == S_TOKEN_I8 && div == 0.f) {  // an all-zero row quantizes to 0 (the contract)
@@ -295,12 +296,12 @@ template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t
   const bool fast = quotient_exact(div);
   // x * NaN is that NaN in every lane, as torch gives it; the product of two NaNs is its
   // first operand's, and which one that is the compiler chooses (the product commutes).
-  const bool nan_mul = SCHEME == S_STATIC_FP8 && std::isnan(mul);
+  const bool nan_mul = recip && std::isnan(mul);
   for (int64_t i = b; i < e; i += L) {
     const Tail m = lanes(e - i);
     const V y = load_f32(buf + i, m);
     V v;
-    if constexpr (SCHEME == S_STATIC_FP8) v = nan_mul ? vm : vmul(y, vm);  // x * (1 / scale)
+    if (recip) v = nan_mul ? vm : vmul(y, vm);
     else v = fast ? vquot(y, vd, vm) : vdiv(y, vd);
     __m128i c;
     if constexpr (kInt8) {
@@ -311,6 +312,12 @@ template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t
     }
     store_u8(q + i, m, c);
   }
+}
+
+// A variant whose epilogue is quant_span's with `recip` (no rounding of the quotient, no
+// zero point): vLLM's CPU int8 quants, raised, are this one, and take the vector path.
+bool recip_only(const Variant& v) {
+  return v.recip && v.quotient == R_F32 && v.zp == nullptr;
 }
 
 // The variant's epilogue (variant.cuh), element by element.
@@ -363,18 +370,23 @@ void row_kernel_cpu(const Params& p, int64_t row, float* buf) {
           s = variant_scale(m, v, p.ue8m0);
           store_scale(p.scales, at, s, v.scale);
           const float gzp = v.zp != nullptr && v.zp_group_stride ? zero_point_of(v, row, g) : zp;
-          quant_span_variant<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, gzp);
+          if (recip_only(v)) quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, true);
+          else quant_span_variant<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, gzp);
         } else {
           s = vx_max_nan(m, p.group_eps) / p.qmax;
           if (p.ue8m0) s = exp2f(ceilf(log2f(s)));  // the contract's formula, rounded alike
           p.scales[at] = s;
-          quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s);
+          quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, false);
         }
       }
       return;
     }
-    if constexpr (VAR) quant_span_variant<SCHEME>(p, buf, q, 0, H, mul, div, zp);
-    else quant_span<SCHEME>(p, buf, q, 0, H, mul, div);
+    if constexpr (VAR) {
+      if (recip_only(v)) quant_span<SCHEME>(p, buf, q, 0, H, mul, div, true);
+      else quant_span_variant<SCHEME>(p, buf, q, 0, H, mul, div, zp);
+    } else {
+      quant_span<SCHEME>(p, buf, q, 0, H, mul, div, SCHEME == S_STATIC_FP8);
+    }
   }
 }
 
