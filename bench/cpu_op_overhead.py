@@ -4,8 +4,8 @@ against the C++ operator kernel (backends/cpu/op_csrc), side by side with vLLM's
     PYTHONPATH=$PWD /work/main/.venv-vllm/bin/python bench/cpu_op_overhead.py
 
 The launchers are replaced by a stub library (each returns 0 at once), so this runs on any
-x86-64 host with g++ (the AVX-512 kernels are not needed) and times only what surrounds a
-kernel: argument checks, output allocation, the call. For the same call it times, in one
+x86-64 host with g++ (not only one that can run the kernels) and times only what surrounds
+a kernel: argument checks, output allocation, the call. For the same call it times, in one
 process, interleaved:
 
 - python fn: the Python launcher function called directly (the cpu provider's eager path

@@ -2,11 +2,11 @@
 
 They are built here over the emulated kernel library (the same extern "C" launchers; any
 host with g++), as the ops of a test namespace defined from the same Python functions as
-`vllm_xdsl_cpu`, so that they run on hosts without AVX-512 too. What is checked: the C++
-kernel is what runs on the common cases (the Python kernels are made to fail), with the
-bits the Python kernel gives; every other case reaches the Python kernel, whose checks and
-messages stay the only ones; the unfused quants equal the native in every bit. Where this
-CPU runs the cpu provider, the provider's own ops are checked the same way.
+`vllm_xdsl_cpu`, so that they run on hosts that cannot run the kernels too. What is
+checked: the C++ kernel is what runs on the common cases (the Python kernels are made to
+fail), with the bits the Python kernel gives; every other case reaches the Python kernel,
+whose checks and messages stay the only ones; the unfused quants equal the native in every
+bit. Where this CPU runs the cpu provider, the provider's own ops are checked the same way.
 """
 
 from __future__ import annotations

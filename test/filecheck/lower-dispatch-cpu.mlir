@@ -1,7 +1,7 @@
-// The cpu provider (the host build of the kernels) runs only on a CPU with AVX-512; lit.cfg
-// names the feature. Without it, forcing the provider is a one-line error naming why
-// (lower-dispatch-cpu-unavailable.mlir).
-// REQUIRES: avx512
+// The cpu provider (the host build of the kernels) runs only on a CPU with the instruction
+// sets its kernels need; lit.cfg names the feature. Without it, forcing the provider is a
+// one-line error naming why (lower-dispatch-cpu-unavailable.mlir).
+// REQUIRES: cpu-kernels
 // RUN: vllm-opt %s --split-input-file --lower-dispatch="target=cpu priority=cpu" | filecheck %s --check-prefix=CPUDEF
 
 func.func @layer(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %s: tensor<1xf32>, %g: tensor<?x8192xbf16>, %h: tensor<?x4032xf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xf8E4M3FN>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4032xf8E4M3FN>, tensor<?x42xf32>) {

@@ -2,8 +2,9 @@
 target cpu's default priority stays native until bench/cpu_kernels.py shows it faster).
 
 One library (csrc/vx_cpu.cpp) implements the extern "C" launchers of
-backends/cuda/csrc/vx_kernels.cu with AVX-512 row kernels on torch's OpenMP pool, reusing
-that source's Params, producers, schemes, variant epilogue and scalar numerics. So the
+backends/cuda/csrc/vx_kernels.cu with SIMD row kernels (AVX-512, or AVX2 + FMA + F16C with
+the same bits: csrc/vx_vec.h) on torch's OpenMP pool, reusing that source's Params,
+producers, schemes, variant epilogue and scalar numerics. So the
 Python side is the CUDA backend's as well (kernels.Kernels, torch_ops.define("cpu"),
 register.register("cpu")): the same launchers, argument checks and torch ops
 (`torch.ops.vllm_xdsl_cpu.<op>`), every op and variant the CUDA family implements. The

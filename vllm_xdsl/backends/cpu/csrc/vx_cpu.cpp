@@ -1,19 +1,17 @@
 // The CUDA backend's kernel library (backends/cuda/csrc), built for the host CPU: the same
 // extern "C" launchers, Params, producers, schemes, variant epilogue and scalar numerics
-// (kernels.cuh, variant.cuh, numerics.h), with the row kernel written for AVX-512 instead of
-// a GPU block: one row per OpenMP iteration (torch's own thread pool: torch bundles the
+// (kernels.cuh, variant.cuh, numerics.h), with the row kernel written for SIMD instead of a
+// GPU block: one row per OpenMP iteration (torch's own thread pool: torch bundles the
 // libgomp this links against, so torch.set_num_threads governs it), 16 lanes of f32 per
-// step, masked loads and stores for the row tails.
+// step, masked loads and stores for the row tails. The 16 lanes are vx_vec.h's: AVX-512
+// registers, or two AVX2 halves where the CPU has no AVX-512, with the same bits either way.
 //
 // Numerics: as kernels.cuh. Every value is rounded exactly where the contract rounds (bf16
 // and f16 round to nearest even, fp8 e4m3fn / e4m3fnuz rounds to nearest even after the
 // clamp, int8 rounds half to even and saturates, NaN kept as torch keeps it); the row sums
-// (squares, absmax) are reduced in 16 lanes, not in torch's order. A quant variant (VAR)
-// takes variant.cuh's scalar epilogue per element; the default numerics are vectorized.
-#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VL__)
-#error "the cpu kernels need AVX-512 (F, BW, VL): build with -march=native on such a CPU"
-#endif
-#include <immintrin.h>
+// (squares, absmax) are reduced in 16 lanes, in one order on either ISA, not in torch's
+// order. A quant variant (VAR) takes variant.cuh's scalar epilogue per element; the default
+// numerics are vectorized.
 #include <omp.h>
 #include <stdio.h>
 
@@ -23,13 +21,14 @@
 
 #include "kernels.cuh"  // built with -DVX_EMUL: the host definitions of the device names
 #include "vx_launchers.h"  // the declarations the definitions below must match
+#include "vx_vec.h"
 
 using namespace vx;
+using namespace vx::vec;
 
 namespace {
 
 enum DType { D_F32 = 0, D_F16 = 1, D_BF16 = 2 };
-constexpr int L = 16;  // f32 lanes of a vector
 
 thread_local char g_error[512] = "";
 
@@ -38,166 +37,141 @@ int fail(const char* fmt, const char* a = "", long long b = 0) {
   return 1;
 }
 
-__mmask16 lanes(int64_t n) { return n >= L ? 0xffff : static_cast<__mmask16>((1u << n) - 1u); }
-
 // --- loads, stores and roundings of 16 values ---------------------------------------------
 
-template <typename T> __m512 vload(const T* p, __mmask16 m);
-template <> __m512 vload<float>(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-template <> __m512 vload<f16_t>(const f16_t* p, __mmask16 m) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+template <typename T> VX_VEC_INLINE V vload(const T* p, Tail m);
+template <> VX_VEC_INLINE V vload<float>(const float* p, Tail m) { return load_f32(p, m); }
+template <> VX_VEC_INLINE V vload<f16_t>(const f16_t* p, Tail m) {
+  return from_f16(load_u16(p, m));
 }
-template <> __m512 vload<bf16_t>(const bf16_t* p, __mmask16 m) {
-  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+template <> VX_VEC_INLINE V vload<bf16_t>(const bf16_t* p, Tail m) {
+  return floats(vslli<16>(widen16(load_u16(p, m))));
 }
 
 // f32 -> bf16 bits (in the high half of each lane), round to nearest even, NaN made quiet:
 // vx_float_to_bf16 of numerics.h, lane by lane.
-__m512i bf16_bits(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
-  return _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u)));
+VX_VEC_INLINE VI bf16_bits(V v) {
+  const VI u = bits(v);
+  const VI lsb = vand(vsrli<16>(u), iset1(1));
+  const VI r = vselect(is_nan(v), vor(u, iset1(0x400000)), vadd(u, vadd(lsb, iset1(0x7fff))));
+  return vand(r, iset1(static_cast<int>(0xffff0000u)));
 }
-
-constexpr int kToNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 // 16 bf16 codes of v, rounded to nearest even. AVX512-BF16's conversion does that in one
 // instruction but flushes denormal inputs to zero: lanes with a denormal (rare) take the
 // integer rounding instead, so the result is vx_float_to_bf16's in every lane.
-__m256i bf16_codes(__m512 v) {
+VX_VEC_INLINE __m256i bf16_codes(V v) {
 #ifdef __AVX512BF16__
   __m256i r = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
   const __m512i u = _mm512_castps_si512(v);
   const __mmask16 denormal = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)) &
                              _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x007fffff));
   if (__builtin_expect(denormal != 0, 0))
-    r = _mm256_mask_mov_epi16(r, denormal,
-                              _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_bits(v), 16)));
+    r = _mm256_mask_mov_epi16(r, denormal, narrow16(vsrli<16>(bf16_bits(v))));
   return r;
 #else
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_bits(v), 16));
+  return narrow16(vsrli<16>(bf16_bits(v)));
 #endif
 }
 
-__m512 bf16_widen(__m256i codes) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(codes), 16));
-}
+VX_VEC_INLINE V bf16_widen(__m256i codes) { return floats(vslli<16>(widen16(codes))); }
 
 // The value v takes once stored in dtype T (a rounding point of the contract).
-template <typename T> __m512 vround(__m512 v) {
+template <typename T> VX_VEC_INLINE V vround(V v) {
   if constexpr (std::is_same_v<T, bf16_t>) {
     return bf16_widen(bf16_codes(v));
   } else if constexpr (std::is_same_v<T, f16_t>) {
-    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, kToNearest));
+    return from_f16(f16_codes(v));
   } else {
     return v;
   }
 }
 
-template <typename T> void vstore(T* p, __m512 v, __mmask16 m) {
+template <typename T> VX_VEC_INLINE void vstore(T* p, V v, Tail m) {
   if constexpr (std::is_same_v<T, bf16_t>) {
-    _mm256_mask_storeu_epi16(p, m, bf16_codes(v));
+    store_u16(p, m, bf16_codes(v));
   } else if constexpr (std::is_same_v<T, f16_t>) {
-    _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, kToNearest));
+    store_u16(p, m, f16_codes(v));
   } else {
-    _mm512_mask_storeu_ps(p, m, v);
+    store_f32(p, m, v);
   }
 }
 
 // Store v, already a value of T (vround<T>): bf16 keeps the high halves, no rounding left.
-template <typename T> void vstore_exact(T* p, __m512 v, __mmask16 m) {
+template <typename T> VX_VEC_INLINE void vstore_exact(T* p, V v, Tail m) {
   if constexpr (std::is_same_v<T, bf16_t>) {
-    _mm256_mask_storeu_epi16(
-        p, m, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+    store_u16(p, m, narrow16(vsrli<16>(bits(v))));
   } else {
     vstore<T>(p, v, m);
   }
 }
 
-__m512 vabs(__m512 v) {
-  return _mm512_castsi512_ps(
-      _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));
-}
+VX_VEC_INLINE V vabs(V v) { return floats(vand(bits(v), iset1(0x7fffffff))); }
 
-// clamp(v, -qmax, qmax) keeping NaN (vx_min_nan(vx_max_nan(v, -qmax), qmax)): max_ps and
-// min_ps return their second operand when one is NaN.
-__m512 vclamp(__m512 v, float qmax) {
-  return _mm512_min_ps(_mm512_set1_ps(qmax), _mm512_max_ps(_mm512_set1_ps(-qmax), v));
-}
+// clamp(v, -qmax, qmax) keeping NaN (vx_min_nan(vx_max_nan(v, -qmax), qmax)): vmax and
+// vmin return their second operand when one is NaN.
+VX_VEC_INLINE V vclamp(V v, float qmax) { return vmin(vset1(qmax), vmax(vset1(-qmax), v)); }
 
 // vx_float_to_e4m3<FNUZ> of a clamped value (|v| <= FMAX or NaN), lane by lane.
-template <bool FNUZ> __m128i e4m3_codes(__m512 v) {
+template <bool FNUZ> VX_VEC_INLINE __m128i e4m3_codes(V v) {
   constexpr int bias = FNUZ ? 8 : 7;
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
-  const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const VI u = bits(v);
+  const VI sign = vand(vsrli<24>(u), iset1(0x80));
+  const VI a = vand(u, iset1(0x7fffffff));
   // Below the smallest normal: a multiple of the subnormal step, rounded half to even by
   // the conversion (default rounding mode), as rintf does in numerics.h.
-  const __m512i sub = _mm512_cvtps_epi32(
-      _mm512_mul_ps(_mm512_castsi512_ps(a), _mm512_set1_ps(static_cast<float>(1 << (bias + 2)))));
-  const __m512i r = _mm512_add_epi32(
-      a, _mm512_add_epi32(_mm512_set1_epi32(0x7ffff),
-                          _mm512_and_si512(_mm512_srli_epi32(a, 20), _mm512_set1_epi32(1))));
-  const __m512i e = _mm512_sub_epi32(_mm512_srli_epi32(r, 23), _mm512_set1_epi32(127 - bias));
-  __m512i norm = _mm512_or_si512(_mm512_slli_epi32(e, 3),
-                                 _mm512_and_si512(_mm512_srli_epi32(r, 20), _mm512_set1_epi32(7)));
+  const VI sub = vcvt_i32(vmul(floats(a), vset1(static_cast<float>(1 << (bias + 2)))));
+  const VI r = vadd(a, vadd(iset1(0x7ffff), vand(vsrli<20>(a), iset1(1))));
+  const VI e = vsub(vsrli<23>(r), iset1(127 - bias));
+  VI norm = vor(vslli<3>(e), vand(vsrli<20>(r), iset1(7)));
   const int max_code = FNUZ ? 0x7f : 0x7e;
-  norm = _mm512_mask_mov_epi32(norm, _mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(15)),
-                               _mm512_set1_epi32(max_code + 1));
-  norm = _mm512_min_epu32(norm, _mm512_set1_epi32(max_code));
-  const __mmask16 is_sub = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32((127 + 1 - bias) << 23));
-  __m512i code = _mm512_mask_mov_epi32(norm, is_sub, sub);
-  code = _mm512_or_si512(code, sign);
+  norm = vselect(vcmpgt_u32(e, iset1(15)), iset1(max_code + 1), norm);
+  norm = vmin_u32(norm, iset1(max_code));
+  const Pred is_sub = vcmplt_u32(a, iset1((127 + 1 - bias) << 23));
+  VI code = vor(vselect(is_sub, sub, norm), sign);
   if constexpr (FNUZ) {  // no negative zero; NaN is 0x80
-    code = _mm512_mask_mov_epi32(code, _mm512_cmpeq_epi32_mask(_mm512_and_si512(
-        code, _mm512_set1_epi32(0x7f)), _mm512_setzero_si512()), _mm512_setzero_si512());
+    code = vselect(vcmpeq(vand(code, iset1(0x7f)), izero()), izero(), code);
   }
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000));
-  code = _mm512_mask_mov_epi32(code, nan, FNUZ ? _mm512_set1_epi32(0x80)
-                                               : _mm512_or_si512(sign, _mm512_set1_epi32(0x7f)));
-  return _mm512_cvtepi32_epi8(code);
+  const Pred nan = vcmpgt_u32(a, iset1(0x7f800000));
+  code = vselect(nan, FNUZ ? iset1(0x80) : vor(sign, iset1(0x7f)), code);
+  return narrow8(code);
 }
 
 // vx_float_to_int8: NaN gives 0; round half to even; saturate to [-128, 127] (clamping
 // first is the same, the bounds being integers, and keeps the conversion in range).
-__m128i int8_codes(__m512 v) {
-  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-128.f)), _mm512_set1_ps(127.f));
-  return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));
+VX_VEC_INLINE __m128i int8_codes(V v) {
+  v = vselect(is_nan(v), vzero(), v);
+  v = vmin(vmax(v, vset1(-128.f)), vset1(127.f));
+  return narrow8(vcvt_i32(v));
 }
 
 // e^v to about 1 ulp: 2^n * e^r with |r| <= ln2 / 2; scalef gives inf / 0 past the range.
-__m512 vexp(__m512 v) {
-  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-104.f)), _mm512_set1_ps(89.f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),
-                                        kToNearest);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-  return _mm512_scalef_ps(p, n);
+VX_VEC_INLINE V vexp(V v) {
+  v = vmin(vmax(v, vset1(-104.f)), vset1(89.f));
+  const V n = vrint(vmul(v, vset1(1.44269504088896341f)));
+  V r = vfnmadd(n, vset1(0.693359375f), v);
+  r = vfnmadd(n, vset1(-2.12194440e-4f), r);
+  V p = vset1(1.9875691500e-4f);
+  p = vfmadd(p, r, vset1(1.3981999507e-3f));
+  p = vfmadd(p, r, vset1(8.3334519073e-3f));
+  p = vfmadd(p, r, vset1(4.1665795894e-2f));
+  p = vfmadd(p, r, vset1(1.6666665459e-1f));
+  p = vfmadd(p, r, vset1(5.0000001201e-1f));
+  p = vfmadd(p, vmul(r, r), vadd(r, vset1(1.f)));
+  return vscalef(p, n);
 }
 
 // Activations in f32 (kernels.cuh's formulas). SiLU is vectorized; GELU's erf and tanh are
 // the C library's, lane by lane (accurate, as the GPU kernels use erff / tanhf).
-template <int PROD> __m512 vactivation(__m512 a) {
+template <int PROD> VX_VEC_INLINE V vactivation(V a) {
   if constexpr (PROD == P_SILU_MUL) {
-    const __m512 e = vexp(_mm512_sub_ps(_mm512_setzero_ps(), a));
-    return _mm512_div_ps(a, _mm512_add_ps(_mm512_set1_ps(1.f), e));
+    const V e = vexp(vsub(vzero(), a));
+    return vdiv(a, vadd(vset1(1.f), e));
   } else {
     alignas(64) float t[L];
-    _mm512_store_ps(t, a);
+    store_f32(t, kAll, a);
     for (int k = 0; k < L; ++k) t[k] = activation<PROD>(t[k]);
-    return _mm512_load_ps(t);
+    return load_f32(t, kAll);
   }
 }
 
@@ -207,12 +181,11 @@ template <int PROD> __m512 vactivation(__m512 a) {
 // correctly rounded quotient (Markstein's theorem). It needs s and 1 / s normal (the caller
 // checks: quotient_exact) and a finite y; where y is inf, NaN or zero, y is x / s already
 // (the fma would lose a zero's sign; a quotient that underflows quantizes to 0 either way).
-__m512 vquot(__m512 x, __m512 s, __m512 inv) {
-  const __m512 y = _mm512_mul_ps(x, inv);
-  const __m512 r = _mm512_fnmadd_ps(y, s, x);
-  const __m512 q = _mm512_fmadd_ps(r, inv, y);
-  const __mmask16 special = _mm512_fpclass_ps_mask(y, 0x9f);  // NaN, inf or a signed zero
-  return _mm512_mask_mov_ps(q, special, y);
+VX_VEC_INLINE V vquot(V x, V s, V inv) {
+  const V y = vmul(x, inv);
+  const V r = vfnmadd(y, s, x);
+  const V q = vfmadd(r, inv, y);
+  return vselect(is_special(y), y, q);
 }
 
 bool quotient_exact(float s) {
@@ -220,26 +193,24 @@ bool quotient_exact(float s) {
   return a > 1.2e-38f && a < 8.0e37f;  // s and 1 / s both normal
 }
 
-float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
-
 // absmax of buf[b, e) keeping NaN (vx_max_nan over the values).
 float absmax(const float* buf, int64_t b, int64_t e) {
-  __m512 m = _mm512_setzero_ps();
-  __mmask16 nan = 0;
+  V m = vzero();
+  Pred nan = pnone();
   for (int64_t i = b; i < e; i += L) {
-    const __m512 a = vabs(_mm512_maskz_loadu_ps(lanes(e - i), buf + i));
-    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-    m = _mm512_max_ps(m, a);
+    const V a = vabs(load_f32(buf + i, lanes(e - i)));
+    nan = por(nan, is_nan(a));
+    m = vmax(m, a);
   }
-  return nan ? NAN : _mm512_reduce_max_ps(m);
+  return any_lane(nan) ? NAN : hmax(m);
 }
 
 // --- one row ------------------------------------------------------------------------------
 
-template <typename W> __m512 apply_weight(__m512 y, const void* weight, int64_t i, __mmask16 m) {
+template <typename W> VX_VEC_INLINE V apply_weight(V y, const void* weight, int64_t i, Tail m) {
   // y.to(weight.dtype) * weight, rounded to the weight's dtype
-  const __m512 w = vload<W>(static_cast<const W*>(weight) + i, m);
-  return vround<W>(_mm512_mul_ps(vround<W>(y), w));
+  const V w = vload<W>(static_cast<const W*>(weight) + i, m);
+  return vround<W>(vmul(vround<W>(y), w));
 }
 
 // The producer's values of `row`, rounded to T as the contract materializes them, into buf
@@ -251,17 +222,17 @@ void produce(const Params& p, int64_t row, float* buf) {
   T* out = SCHEME == S_NONE ? static_cast<T*>(p.out) + row * p.out_stride : nullptr;
   if constexpr (PROD == P_IDENTITY) {
     for (int64_t i = 0; i < H; i += L) {
-      const __mmask16 m = lanes(H - i);
-      _mm512_mask_storeu_ps(buf + i, m, vload<T>(x + i, m));
+      const Tail m = lanes(H - i);
+      store_f32(buf + i, m, vload<T>(x + i, m));
     }
   } else if constexpr (kIsAct<PROD>) {
     const T* u = p.up != nullptr ? static_cast<const T*>(p.up) + row * p.up_stride : x + H;
     for (int64_t i = 0; i < H; i += L) {
-      const __mmask16 m = lanes(H - i);
-      const __m512 a = vround<T>(vactivation<PROD>(vload<T>(x + i, m)));
-      const __m512 y = vround<T>(_mm512_mul_ps(a, vload<T>(u + i, m)));
+      const Tail m = lanes(H - i);
+      const V a = vround<T>(vactivation<PROD>(vload<T>(x + i, m)));
+      const V y = vround<T>(vmul(a, vload<T>(u + i, m)));
       if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + i, y, m);
-      else _mm512_mask_storeu_ps(buf + i, m, y);
+      else store_f32(buf + i, m, y);
     }
   } else {
     const T* r = PROD == P_ADD_RMS_NORM ? static_cast<const T*>(p.residual) + row * p.r_stride
@@ -270,36 +241,36 @@ void produce(const Params& p, int64_t row, float* buf) {
                                       : nullptr;
     // The norm's f32 input (x, or x + residual, rounded to T with rounded_sum) into buf:
     // read before anything is written, so out / residual_out may alias x / residual.
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    V acc0 = vzero(), acc1 = vzero();
     const int64_t vs = p.var_size;
-    auto input = [&](int64_t i, __mmask16 m) {
-      __m512 s = vload<T>(x + i, m);
+    auto input = [&](int64_t i, Tail m) {
+      V s = vload<T>(x + i, m);
       if constexpr (PROD == P_ADD_RMS_NORM) {
-        s = _mm512_add_ps(s, vload<T>(r + i, m));
-        const __m512 rounded = vround<T>(s);
+        s = vadd(s, vload<T>(r + i, m));
+        const V rounded = vround<T>(s);
         vstore_exact<T>(r_out + i, rounded, m);
         if (p.rounded_sum) s = rounded;
       }
-      _mm512_mask_storeu_ps(buf + i, m, s);
+      store_f32(buf + i, m, s);
       return s;
     };
     int64_t i = 0;
     for (; i + 2 * L <= vs; i += 2 * L) {  // two accumulators: two adds in flight
-      const __m512 s0 = input(i, 0xffff), s1 = input(i + L, 0xffff);
-      acc0 = _mm512_fmadd_ps(s0, s0, acc0);
-      acc1 = _mm512_fmadd_ps(s1, s1, acc1);
+      const V s0 = input(i, kAll), s1 = input(i + L, kAll);
+      acc0 = vfmadd(s0, s0, acc0);
+      acc1 = vfmadd(s1, s1, acc1);
     }
     for (; i < vs; i += L) {
-      const __mmask16 m = lanes(vs - i);
-      const __m512 s = input(i, m);
-      acc0 = _mm512_add_ps(acc0, _mm512_maskz_mul_ps(m, s, s));
+      const Tail m = lanes(vs - i);
+      const V s = input(i, m);
+      acc0 = vadd(acc0, maskz(m, vmul(s, s)));
     }
     for (i = vs; i < H; i += L) input(i, lanes(H - i));  // past variance_size
-    const float var = hsum(_mm512_add_ps(acc0, acc1)) / static_cast<float>(vs);
-    const __m512 inv = _mm512_set1_ps(1.0f / sqrtf(var + p.eps));  // torch.rsqrt: 1 / sqrt
+    const float var = hsum(vadd(acc0, acc1)) / static_cast<float>(vs);
+    const V inv = vset1(1.0f / sqrtf(var + p.eps));  // torch.rsqrt: 1 / sqrt
     for (i = 0; i < H; i += L) {
-      const __mmask16 m = lanes(H - i);
-      __m512 y = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, buf + i), inv);
+      const Tail m = lanes(H - i);
+      V y = vmul(load_f32(buf + i, m), inv);
       if (p.weight != nullptr) {
         y = apply_weight<W>(y, p.weight, i, m);
         if constexpr (!std::is_same_v<W, T>) y = vround<T>(y);  // else already a T value
@@ -307,27 +278,31 @@ void produce(const Params& p, int64_t row, float* buf) {
         y = vround<T>(y);
       }
       if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + i, y, m);
-      else _mm512_mask_storeu_ps(buf + i, m, y);
+      else store_f32(buf + i, m, y);
     }
   }
 }
 
-// Quantize buf[b, e) into q with the default numerics: y * mul (static fp8) or y / div.
+// Quantize buf[b, e) into q: y * mul with `recip` (static fp8's default numerics, and the
+// recip variant), else y / div.
 template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t* q, int64_t b,
-                                      int64_t e, float mul, float div) {
+                                      int64_t e, float mul, float div, bool recip) {
   constexpr bool kInt8 = SCHEME == S_STATIC_I8 || SCHEME == S_TOKEN_I8;
-  const __m512 vm = _mm512_set1_ps(mul), vd = _mm512_set1_ps(div);
+  const V vm = vset1(mul), vd = vset1(div);
   if (SCHEME == S_TOKEN_I8 && div == 0.f) {  // an all-zero row quantizes to 0 (the contract)
     for (int64_t i = b; i < e; ++i) q[i] = 0;
     return;
   }
   const bool fast = quotient_exact(div);
+  // x * NaN is that NaN in every lane, as torch gives it; the product of two NaNs is its
+  // first operand's, and which one that is the compiler chooses (the product commutes).
+  const bool nan_mul = recip && std::isnan(mul);
   for (int64_t i = b; i < e; i += L) {
-    const __mmask16 m = lanes(e - i);
-    const __m512 y = _mm512_maskz_loadu_ps(m, buf + i);
-    __m512 v;
-    if constexpr (SCHEME == S_STATIC_FP8) v = _mm512_mul_ps(y, vm);  // x * (1 / scale)
-    else v = fast ? vquot(y, vd, vm) : _mm512_div_ps(y, vd);
+    const Tail m = lanes(e - i);
+    const V y = load_f32(buf + i, m);
+    V v;
+    if (recip) v = nan_mul ? vm : vmul(y, vm);
+    else v = fast ? vquot(y, vd, vm) : vdiv(y, vd);
     __m128i c;
     if constexpr (kInt8) {
       c = int8_codes(v);
@@ -335,8 +310,14 @@ template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t
       v = vclamp(v, p.qmax);
       c = p.fnuz ? e4m3_codes<true>(v) : e4m3_codes<false>(v);
     }
-    _mm_mask_storeu_epi8(q + i, m, c);
+    store_u8(q + i, m, c);
   }
+}
+
+// A variant whose epilogue is quant_span's with `recip` (no rounding of the quotient, no
+// zero point): vLLM's CPU int8 quants, raised, are this one, and take the vector path.
+bool recip_only(const Variant& v) {
+  return v.recip && v.quotient == R_F32 && v.zp == nullptr;
 }
 
 // The variant's epilogue (variant.cuh), element by element.
@@ -389,18 +370,23 @@ void row_kernel_cpu(const Params& p, int64_t row, float* buf) {
           s = variant_scale(m, v, p.ue8m0);
           store_scale(p.scales, at, s, v.scale);
           const float gzp = v.zp != nullptr && v.zp_group_stride ? zero_point_of(v, row, g) : zp;
-          quant_span_variant<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, gzp);
+          if (recip_only(v)) quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, true);
+          else quant_span_variant<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, gzp);
         } else {
           s = vx_max_nan(m, p.group_eps) / p.qmax;
           if (p.ue8m0) s = exp2f(ceilf(log2f(s)));  // the contract's formula, rounded alike
           p.scales[at] = s;
-          quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s);
+          quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, false);
         }
       }
       return;
     }
-    if constexpr (VAR) quant_span_variant<SCHEME>(p, buf, q, 0, H, mul, div, zp);
-    else quant_span<SCHEME>(p, buf, q, 0, H, mul, div);
+    if constexpr (VAR) {
+      if (recip_only(v)) quant_span<SCHEME>(p, buf, q, 0, H, mul, div, true);
+      else quant_span_variant<SCHEME>(p, buf, q, 0, H, mul, div, zp);
+    } else {
+      quant_span<SCHEME>(p, buf, q, 0, H, mul, div, SCHEME == S_STATIC_FP8);
+    }
   }
 }
 
