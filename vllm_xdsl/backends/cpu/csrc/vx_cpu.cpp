@@ -10,8 +10,8 @@
 // and f16 round to nearest even, fp8 e4m3fn / e4m3fnuz rounds to nearest even after the
 // clamp, int8 rounds half to even and saturates, NaN kept as torch keeps it); the row sums
 // (squares, absmax) are reduced in 16 lanes, in one order on either ISA, not in torch's
-// order. A quant variant (VAR) takes variant.cuh's scalar epilogue per element; the default
-// numerics are vectorized.
+// order. A quant variant (VAR) takes variant.cuh's scalar epilogue per element, but for
+// the recip variant alone (recip_only), vectorized as the default numerics are.
 #include <omp.h>
 #include <stdio.h>
 
