@@ -41,12 +41,17 @@ BF16 = torch.bfloat16
 INT8, FP8 = torch.int8, torch.float8_e4m3fn
 EPS = 1e-6
 GROUP_SIZE = 128
+# vLLM's CPU int8 quants multiply by the scale's reciprocal (docs/OPS.md): every int8 quant,
+# fused or not, is timed as that variant, the function vLLM's kernels compute.
+INT8_VARIANT = {"variant": "recip"}
 # The quant schemes the fused ops are measured with: (unfused quant op, fused scheme).
 SCHEMES: dict[str, tuple[str, dict[str, Any]]] = {
     "i8-static": ("static_scaled_int8_quant",
-                  {"quant_dtype": INT8, "static": True, "granularity": "tensor"}),
+                  {"quant_dtype": INT8, "static": True, "granularity": "tensor",
+                   **INT8_VARIANT}),
     "i8-token": ("dynamic_per_token_scaled_int8_quant",
-                 {"quant_dtype": INT8, "static": False, "granularity": "token"}),
+                 {"quant_dtype": INT8, "static": False, "granularity": "token",
+                  **INT8_VARIANT}),
     "fp8-static": ("static_scaled_fp8_quant",
                    {"quant_dtype": FP8, "static": True, "granularity": "tensor"}),
     "fp8-token": ("dynamic_per_token_scaled_fp8_quant",
@@ -106,11 +111,12 @@ class Case:
             return (i.x, i.r, i.w, EPS), {}
         form = spec.form  # every unfused quant, with a fused scheme or not
         assert form is not None, f"{self.op}: not a quant"
+        kw = INT8_VARIANT if form.dtype == "int8" else {}
         if form.static:
-            return (i.x, i.scale), {}
+            return (i.x, i.scale), kw
         if form.granularity == "group":
-            return (i.x, GROUP_SIZE), {}
-        return (i.x,), {}
+            return (i.x, GROUP_SIZE), kw
+        return (i.x,), kw
 
 
 def cases(selected: set[str] | None) -> list[Case]:
@@ -204,7 +210,7 @@ def composed(case: Case) -> Callable[..., Any]:
             rest = (r,)
         qargs = ((y, scale) if scheme["static"] else
                  (y, scheme["group_size"]) if scheme["granularity"] == "group" else (y,))
-        return quant(*qargs), *rest
+        return quant(*qargs, **({"variant": scheme["variant"]} if "variant" in scheme else {})), *rest
 
     return fn
 
