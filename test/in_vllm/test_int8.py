@@ -9,13 +9,14 @@ vLLM's CPU kernel for them (`CPUInt8ScaledMMLinearKernel`) has two paths:
   norms and acts are raised as in an unquantized model.
 No graph falls back, and each way's greedy tokens equal plain vLLM's, but for the dynamic
 model's through the backend way: there Inductor's own compile_fx as the backend gives the
-same tokens as ours, and neither gives plain vLLM's (marked where it is asserted). The oneDNN models run
-(plain vLLM too) with Inductor's `emulate_precision_casts` (vllm_models_config.engine_env):
-by default Inductor's CPU codegen drops the bf16 rounding of the norm's output inside the
-one kernel it makes of a fused norm + int8 quant, where plain vLLM's `_C` quant reads it
-stored in bf16, and the tokens of the static model part after five steps (measured: docs/
-OPS.md, "A norm + int8 quant compiled by Inductor"). Three engine starts per model (plain
-and the two ways), each in a fresh process (conftest.py).
+same tokens as ours, and neither gives plain vLLM's (marked where it is asserted). The
+oneDNN models run (plain vLLM too) with Inductor's `emulate_precision_casts`
+(vllm_models_config.engine_env): by default Inductor's CPU codegen drops the bf16 rounding
+of the norm's output inside the one kernel it makes of a fused norm + int8 quant, where
+plain vLLM's `_C` quant reads it stored in bf16, and the tokens of the static model part
+after five steps (measured: docs/OPS.md, "A norm + int8 quant compiled by Inductor").
+Three engine starts per model (plain and the two ways; the dynamic model also its
+backend-way baseline), each in a fresh process (conftest.py).
 """
 
 from __future__ import annotations
