@@ -79,7 +79,11 @@ VX_VEC_INLINE V bf16_widen(__m256i codes) { return floats(vslli<16>(widen16(code
 // The value v takes once stored in dtype T (a rounding point of the contract).
 template <typename T> VX_VEC_INLINE V vround(V v) {
   if constexpr (std::is_same_v<T, bf16_t>) {
+#ifdef __AVX512BF16__
     return bf16_widen(bf16_codes(v));
+#else
+    return floats(bf16_bits(v));  // already the rounded value: no trip through 16-bit codes
+#endif
   } else if constexpr (std::is_same_v<T, f16_t>) {
     return from_f16(f16_codes(v));
   } else {
