@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.vllm_opt_runner import run_opt
 
 from vllm_xdsl.tools.pass_flags import split_pass_flags
-from vllm_xdsl.tools.vllm_opt import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FILECHECK_DIR = ROOT / "test" / "filecheck"
@@ -22,23 +20,6 @@ GOOD_NORM = (
     "  func.return %y : tensor<?x64xbf16>\n"
     "}\n"
 )
-
-
-def run_opt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run vllm-opt in this process (fast); `stdin` text is read as the tool reads stdin."""
-    out, err = io.StringIO(), io.StringIO()
-    old_stdin = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as e:  # argparse exits on its own errors
-                code = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.stdin = old_stdin
-    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def test_console_script_reports_errors_without_traceback(tmp_path: Path):
