@@ -210,7 +210,8 @@ def composed(case: Case) -> Callable[..., Any]:
             rest = (r,)
         qargs = ((y, scale) if scheme["static"] else
                  (y, scheme["group_size"]) if scheme["granularity"] == "group" else (y,))
-        return quant(*qargs, **({"variant": scheme["variant"]} if "variant" in scheme else {})), *rest
+        variant = {"variant": scheme["variant"]} if "variant" in scheme else {}
+        return quant(*qargs, **variant), *rest
 
     return fn
 

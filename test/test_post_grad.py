@@ -151,23 +151,11 @@ def test_emulated_precision_casts_survive_the_rewrite() -> None:
     s = torch.tensor([4.0 / 127.0])
     model = MulInt8Quant()
     eager = model(x, w, s)
-    seen: list[str] = []
     with torch._inductor.config.patch(emulate_precision_casts=True), fresh():
         assert int((compiled(model, None)(x, w, s) != eager).sum()) == 0  # Inductor's own
     with torch._inductor.config.patch(emulate_precision_casts=True), fresh():
-        ours = vllm_xdsl.post_grad_pass(strict=True)
         mark = len(RESULTS)
-
-        class Spy(torch._inductor.custom_graph_pass.CustomGraphPass):
-            def __call__(self, graph: torch.fx.Graph) -> None:
-                ours(graph)
-                seen.append(str(graph))
-
-            def uuid(self) -> str:
-                return ours.uuid()
-
-        out = compiled(model, Spy())(x, w, s)
-    (result,) = RESULTS[mark:]
+        out = compiled(model, vllm_xdsl.post_grad_pass(strict=True))(x, w, s)
+    (result,) = RESULTS[mark:]  # our pass ran once, and raised the quant
     assert result.stages[1].op_counts["vllm.static_scaled_int8_quant"] == 1
-    assert len(seen) == 1
     assert int((out != eager).sum()) == 0
