@@ -4,15 +4,11 @@ run there."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from helpers.vllm_opt_runner import run_opt
 
 from vllm_xdsl.backends.cpu import host
 from vllm_xdsl.backends.cuda.register import available
 
-NORM = (Path(__file__).parent / "filecheck" / "lower-dispatch-cpu-unavailable.mlir").read_text()
 LACKS = "cpu: this CPU lacks avx2, fma, f16c (the kernels need AVX2, FMA and F16C)"
 
 
@@ -25,11 +21,3 @@ def test_host_problem_names_what_is_missing(bare_cpu: None) -> None:
     assert host.host_problem() == LACKS
     assert available("cpu", "cpu") == LACKS
 
-
-def test_preferred_gives_way_forced_is_one_line(bare_cpu: None) -> None:
-    preferred = run_opt("--lower-dispatch=target=cpu priority=cpu", stdin=NORM)
-    assert preferred.returncode == 0, preferred.stderr
-    assert "cpu.rms_norm" not in preferred.stdout and "aten::rsqrt.default" in preferred.stdout
-    forced = run_opt("--lower-dispatch=target=cpu priority=rms_norm=cpu!", stdin=NORM)
-    assert forced.returncode != 0 and "Traceback" not in forced.stderr
-    assert forced.stderr.strip().endswith(f"cannot run: {LACKS}"), forced.stderr
