@@ -4,7 +4,8 @@ They are built here over the emulated kernel library (the same extern "C" launch
 host with g++), as the ops of a test namespace defined from the same Python functions as
 `vllm_xdsl_cpu`, so that they run on hosts that cannot run the kernels too. What is
 checked: the C++ kernel is what runs on the common cases (the Python kernels are made to
-fail), with the bits the Python kernel gives; every other case reaches the Python kernel,
+fail), with the bits the Python kernel gives, and on a quant variant from the call after the
+one that parsed its text; every other case reaches the Python kernel,
 whose checks and messages stay the only ones; the unfused quants equal the native in every
 bit. Where this CPU runs the cpu provider, the provider's own ops are checked the same way.
 """
@@ -67,10 +68,27 @@ SLOW: list[tuple[str, tuple[Any, ...]]] = [
     ("fused_add_rms_norm", (X, R.t().contiguous().t(), W, 1e-6)),  # residual column-major
     ("silu_and_mul", (X[:, :128],)),
     ("static_scaled_int8_quant", (X, S, ZP)),
-    ("static_scaled_fp8_quant", (X, S, FP8, None, "quotient bf16")),
+    ("static_scaled_int8_quant", (X, S, ZP, "recip")),
     ("dynamic_per_token_scaled_int8_quant", (X, ZP)),
+    ("dynamic_scaled_fp8_quant", (X, FP8, None, "quotient bf16")),
+    # Not the canonical spelling ("recip min_scale"; "range 200.0", as the scheme drops
+    # the default scaling): parsed in Python on every call.
+    ("dynamic_per_token_scaled_fp8_quant", (X, None, FP8, None, "min_scale  recip")),
+    ("dynamic_per_token_scaled_fp8_quant", (X, None, FP8, None, "div range 200.0")),
+]
+# Variants: the Python kernel parses the first call's text, the C++ kernel takes the next.
+VARIANTS: list[tuple[str, tuple[Any, ...]]] = [
+    ("static_scaled_int8_quant", (X, S, None, "recip")),
+    ("static_scaled_fp8_quant", (X, S, FP8, None, "quotient bf16")),
+    ("dynamic_per_token_scaled_int8_quant", (X, None, "recip scale bf16")),
+    ("dynamic_per_token_scaled_fp8_quant", (X, torch.tensor([2.0]), FP8, None, "range 200.0")),
+    ("per_token_group_fp8_quant", (X, 64, True, False, 1e-8, FP8, None, "recip scale f16")),
     ("rms_norm_quant", (X, W, 1e-6, S, None, FP8, True, "tensor", 0, False, False, 1e-10,
                         None, "quotient bf16")),
+    ("fused_add_rms_norm_quant", (X, R, W, 1e-6, None, None, I8, False, "token", 0, False,
+                                  False, 1e-10, None, "recip zero_eps 1e-05")),
+    ("silu_and_mul_quant", (X, None, None, FP8, False, "group", 64, True, False, 1e-10, None,
+                            "scale bf16")),
 ]
 # What the Python kernels say (the C++ kernels check nothing of their own).
 ERRORS: list[tuple[str, tuple[Any, ...], str]] = [
@@ -164,6 +182,30 @@ def test_other_cases_reach_the_python_kernel(emulated: tuple[Any, SimpleNamespac
         getattr(torch_ops, op)(*args)
 
 
+@pytest.mark.parametrize(("op", "args"), VARIANTS,
+                         ids=[f"{op}-{i}" for i, (op, _) in enumerate(VARIANTS)])
+def test_a_variant_runs_in_cpp_once_the_python_kernel_parsed_it(
+        emulated: tuple[Any, SimpleNamespace], op: str, args: tuple[Any, ...],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    torch_ops, python = emulated
+    expected = getattr(python, op)(*args)
+    assert same(getattr(torch_ops, op)(*args), expected)  # the first call may parse it
+    no_python_kernels(monkeypatch)
+    assert same(getattr(torch_ops, op)(*args), expected)
+
+
+def test_a_variant_is_known_for_the_scheme_it_was_parsed_for(
+        emulated: tuple[Any, SimpleNamespace], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The struct depends on the scheme (here the fp8 maximum): the same text under an fp8
+    flavour not seen yet is the Python kernel's again."""
+    torch_ops, _ = emulated
+    torch_ops.static_scaled_fp8_quant(X, S, FP8, None, "quotient f16")
+    no_python_kernels(monkeypatch)
+    torch_ops.static_scaled_fp8_quant(X, S, FP8, None, "quotient f16")
+    with pytest.raises(PythonKernelRan):
+        torch_ops.static_scaled_fp8_quant(X, S, torch.float8_e4m3fnuz, None, "quotient f16")
+
+
 @pytest.mark.parametrize(("op", "args", "message"), ERRORS, ids=[e[0] for e in ERRORS])
 def test_refused_arguments_get_the_python_kernels_message(
         emulated: tuple[Any, SimpleNamespace], op: str, args: tuple[Any, ...],
@@ -219,3 +261,9 @@ def test_the_cpu_providers_ops_run_in_cpp(monkeypatch: pytest.MonkeyPatch) -> No
     assert same(cpu(X, W, 1e-6), expected)
     assert same(torch.ops.vllm_xdsl_cpu.static_scaled_int8_quant(X, S),
                 ops.static_scaled_int8_quant.native(X, S))
+    monkeypatch.undo()
+    quant = torch.ops.vllm_xdsl_cpu.dynamic_per_token_scaled_int8_quant
+    quant(X, None, "recip")  # vLLM CPU's int8 numerics, raised: parsed once, in Python
+    no_python_kernels(monkeypatch)
+    assert same(quant(X, None, "recip"),
+                ops.dynamic_per_token_scaled_int8_quant.native(X, None, "recip"))

@@ -9,6 +9,7 @@ it (kernels.Kernels._prepare), so the first call runs in Python and the next one
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 from pathlib import Path
@@ -19,6 +20,7 @@ from vllm_xdsl import user_cache
 from vllm_xdsl.backends.cuda import build as B
 from vllm_xdsl.backends.cuda import library as L
 from vllm_xdsl.core.dtypes import INT8_MAX, fp8_max
+from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
 
 OP_CSRC = Path(__file__).parent / "op_csrc"
@@ -98,6 +100,31 @@ def load_op_library(kernels: Path, namespace: str = NAMESPACE) -> Path:
     path = build_op_library(kernels, namespace)
     try:
         torch.ops.load_library(str(path))
+        handle = ctypes.CDLL(str(path))  # the same loaded library, for its extern "C" part
     except OSError as e:
         raise L.DeviceUnavailable(f"cannot load {path.name}: {e}") from None
+    handle.vx_ops_remember_variant.restype = ctypes.c_int
+    handle.vx_ops_remember_variant.argtypes = [
+        ctypes.c_int, ctypes.c_int, ctypes.c_float, ctypes.c_char_p, ctypes.c_void_p,
+        ctypes.c_int64, ctypes.c_int]
+    _LOADED.append((handle, set()))
     return path
+
+
+# The loaded operator libraries, each with the schemes whose variant it has been handed.
+_LOADED: list[tuple[ctypes.CDLL, set[QuantScheme]]] = []
+
+
+def remember_variant(scheme: QuantScheme, code: int, struct: ctypes.Structure,
+                     scale_dtype: int) -> None:
+    """Hand the launchers' struct of `scheme`'s variant (no zero point: the struct then
+    points nowhere) to the loaded operator libraries: their C++ kernels take the next calls
+    with the variant's text instead of handing them to the Python kernel, which parsed it.
+    `code` is the launchers' scheme code, `scale_dtype` the dtype code of dynamic scales."""
+    text = scheme.variant.spelling().encode()
+    for handle, seen in _LOADED:
+        if scheme not in seen:
+            handle.vx_ops_remember_variant(code, int(scheme.dtype == torch.float8_e4m3fnuz),
+                                           scheme.group_eps, text, ctypes.addressof(struct),
+                                           ctypes.sizeof(struct), scale_dtype)
+            seen.add(scheme)

@@ -206,6 +206,10 @@ class Kernels:
             s_t, s_g = scales.stride()
         ub = _f32(scale_ub)
         variant = kernel_variant(s, zero_point, q_rows, hidden, op)
+        if self.vendor == "cpu" and variant is not None and zero_point is None:
+            from vllm_xdsl.backends.cpu.op_library import remember_variant
+
+            remember_variant(s, scheme_code(s), variant.struct, variant.struct.scale)
         args = [_ptr(scales if s.static else None), _ptr(ub), scheme_code(s),
                 int(s.dtype == torch.float8_e4m3fnuz), s.qmax, s.group_size, s_t, s_g,
                 int(s.use_ue8m0), s.group_eps, None if variant is None else variant.address()]

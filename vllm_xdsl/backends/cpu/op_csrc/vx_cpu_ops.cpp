@@ -5,11 +5,16 @@
 // fake, and a Python kernel on CompositeExplicitAutograd that checks the arguments and
 // calls the launcher through ctypes), and that Python kernel costs 20-40 µs a call, more
 // than the kernel itself on one token. These kernels take the common cases (contiguous
-// rows, the default numerics) and allocate and launch as the Python kernel does, with the
-// same launcher arguments, so the same bits. Every other call (a quant variant or zero
-// point, a view that is not contiguous, an argument the Python kernel refuses) is handed
-// to the Python kernel through the dispatcher, unchanged: its checks and its messages stay
-// the only ones. Arguments are found by name in the op's schema (defined once, in Python).
+// rows, the default numerics or a variant already seen) and allocate and launch as the
+// Python kernel does, with the same launcher arguments, so the same bits. Every other call
+// (a zero point, a variant not seen yet, a view that is not contiguous, an argument the
+// Python kernel refuses) is handed to the Python kernel through the dispatcher, unchanged:
+// its checks and its messages stay the only ones. Arguments are found by name in the op's
+// schema (defined once, in Python).
+//
+// Variants are not parsed here: the Python kernel parses a variant's text, and hands the
+// launchers' struct to vx_ops_remember_variant (op_library.remember_variant), keyed by the
+// scheme and the text; from then on the text finds that struct here.
 //
 // Built by backends/cpu/op_library.py with torch's headers; the -D constants below (the
 // launchers' codes, the quant maxima, the act-and-mul ops and their producer codes) come
@@ -22,7 +27,12 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "vx_launchers.h"
 
@@ -212,8 +222,46 @@ template <int ACT> void act_and_mul(const c10::OperatorHandle& op, Stack* stack)
 
 // --- quantization ---------------------------------------------------------------------------
 
-// A quant scheme with the default numerics and no zero point, as the launchers take it
-// (VX_QUANT_ARGS), and the scales tensor the op returns.
+// The variants seen so far: the launchers' struct (variant.cuh's Variant, as bytes: only its
+// address is passed on) and the dtype code of the dynamic scales it stores. Entries are
+// never removed, so a found entry stays valid; the table stops growing at kMaxVariants.
+struct KnownVariant {
+  std::unique_ptr<std::max_align_t[]> bytes;
+  int scale_dtype;
+};
+constexpr size_t kMaxVariants = 4096;
+std::shared_mutex variants_lock;
+std::unordered_map<std::string, KnownVariant>& known_variants() {
+  static std::unordered_map<std::string, KnownVariant> table;
+  return table;
+}
+
+// What the struct depends on beside the text: the scheme, fp8's fnuz flavour (its maximum),
+// and the absmax floor of per-group schemes.
+std::string variant_key(int scheme, int fnuz, float group_eps, std::string_view text) {
+  if (scheme != VX_S_GROUP_FP8) group_eps = 0.f;
+  std::string key(sizeof(int) * 2 + sizeof(float), '\0');
+  std::memcpy(&key[0], &scheme, sizeof(int));
+  std::memcpy(&key[sizeof(int)], &fnuz, sizeof(int));
+  std::memcpy(&key[sizeof(int) * 2], &group_eps, sizeof(float));
+  key.append(text);
+  return key;
+}
+
+const KnownVariant* find_variant(int scheme, int fnuz, float group_eps, std::string_view text) {
+  const std::string key = variant_key(scheme, fnuz, group_eps, text);
+  std::shared_lock<std::shared_mutex> hold(variants_lock);
+  const auto& table = known_variants();
+  const auto it = table.find(key);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+at::ScalarType scale_type(int code) {
+  return code == VX_D_BF16 ? at::kBFloat16 : code == VX_D_F16 ? at::kHalf : at::kFloat;
+}
+
+// A quant scheme without a zero point, as the launchers take it (VX_QUANT_ARGS), and the
+// scales tensor the op returns.
 struct Quant {
   at::ScalarType dtype;
   int scheme;
@@ -223,22 +271,35 @@ struct Quant {
   bool column_major = false;
   int ue8m0 = 0;
   float group_eps = 0.f;  // read by per-group schemes only
+  const KnownVariant* variant = nullptr;  // null: the default numerics
   at::Tensor scales;       // static: the fp32 copy of the scale the kernel reads
   at::Tensor scale_ub;     // per-token fp8: its fp32 copy, or undefined
 
-  // The launchers' quant arguments, after x's rows and hidden size are known.
+  // The variant the text names (after the scheme is known); false for one not seen yet.
+  bool find(std::string_view text) {
+    if (text.empty()) return true;
+    variant = find_variant(scheme, fnuz, group_eps, text);
+    return variant != nullptr;
+  }
+
+  // The launchers' quant arguments, after x's rows and hidden size are known. Dynamic
+  // scales are stored in the variant's scale dtype.
   bool prepare(const at::Tensor& x, int64_t rows, int64_t hidden) {
+    const at::ScalarType sd = scale_type(variant ? variant->scale_dtype : VX_D_F32);
     if (scheme == VX_S_GROUP_FP8) {
       if (group_size <= 0 || hidden % group_size) return false;
       const int64_t g = hidden / group_size;
       // Column-major: [rows, g] over a [g, rows] buffer (the Python kernel's empty(g, rows).t()).
-      scales = column_major ? at::Tensor(at::detail::empty_strided_cpu({rows, g}, {1, rows},
-                                                                       at::kFloat))
-                            : empty({rows, g}, at::kFloat);
+      scales = column_major ? at::Tensor(at::detail::empty_strided_cpu({rows, g}, {1, rows}, sd))
+                            : empty({rows, g}, sd);
     } else if (scheme == VX_S_TOKEN_FP8 || scheme == VX_S_TOKEN_I8) {
-      scales = empty({rows, 1}, at::kFloat);
+      scales = empty({rows, 1}, sd);
     }
     return true;
+  }
+  float* scales_ptr() { return scales.defined() ? static_cast<float*>(scales.data_ptr()) : nullptr; }
+  const vx::Variant* variant_ptr() const {
+    return variant ? reinterpret_cast<const vx::Variant*>(variant->bytes.get()) : nullptr;
   }
   const float* scale_ptr() const {
     return scheme == VX_S_STATIC_FP8 || scheme == VX_S_STATIC_I8 ? scales.const_data_ptr<float>()
@@ -252,7 +313,7 @@ struct Quant {
 
 #define VX_QUANT_VALUES(qs)                                                                \
   (qs).scale_ptr(), (qs).ub_ptr(), (qs).scheme, (qs).fnuz, (qs).qmax, (qs).group_size,    \
-      (qs).stride_t(), (qs).stride_g(), (qs).ue8m0, (qs).group_eps, nullptr
+      (qs).stride_t(), (qs).stride_g(), (qs).ue8m0, (qs).group_eps, (qs).variant_ptr()
 
 // The quant dtype's code and maximum; false for a dtype the Python kernel must refuse.
 bool quant_dtype(at::ScalarType t, Quant* qs) {
@@ -266,10 +327,6 @@ bool quant_dtype(at::ScalarType t, Quant* qs) {
 }
 
 bool is_fp8(const Quant& qs) { return qs.dtype != at::kChar; }
-
-bool default_numerics(const IValue& variant, const IValue& zero_point) {
-  return variant.toStringView().empty() && zero_point.isNone();
-}
 
 // The unfused quants, by form.
 enum Form { STATIC_FP8, STATIC_I8, TOKEN_FP8, TOKEN_I8, GROUP_FP8, TENSOR_FP8 };
@@ -303,7 +360,9 @@ template <Form FORM> void unfused_quant(const c10::OperatorHandle& op, Stack* st
   static const QuantArgs a(op);
   const size_t count = a.count;
   const at::Tensor x = a(*stack, a.x)->toTensor();
-  if (!rows_ok(x) || !default_numerics(*a(*stack, a.variant), *a(*stack, a.zero_point)))
+  const std::string_view variant = a(*stack, a.variant)->toStringView();
+  if (!rows_ok(x) || !a(*stack, a.zero_point)->isNone() ||
+      (FORM == TENSOR_FP8 && !variant.empty()))
     return python_kernel(op, stack);
   Quant qs;
   const IValue* fp8 = a(*stack, a.fp8_dtype);
@@ -344,10 +403,10 @@ template <Form FORM> void unfused_quant(const c10::OperatorHandle& op, Stack* st
       return finish(stack, count, {q, scale});
     }
   }
-  if (!qs.prepare(x, rows, H)) return python_kernel(op, stack);
+  if (!qs.find(variant) || !qs.prepare(x, rows, H)) return python_kernel(op, stack);
   at::Tensor q = empty(x.sizes(), qs.dtype);
-  check(vx_quant(q.data_ptr(), qs.scales.defined() ? qs.scales.data_ptr<float>() : nullptr,
-                 x.const_data_ptr(), rows, H, H, VX_QUANT_VALUES(qs),
+  check(vx_quant(q.data_ptr(), qs.scales_ptr(), x.const_data_ptr(), rows, H, H,
+                 VX_QUANT_VALUES(qs),
                  dtype_code(x.scalar_type()), nullptr), op);
   if (FORM == STATIC_FP8 || FORM == STATIC_I8) finish(stack, count, {q});
   else finish(stack, count, {q, qs.scales});
@@ -360,11 +419,10 @@ constexpr std::array<const char*, 10> kScheme = {
     "scale", "scale_ub", "quant_dtype", "static", "granularity", "group_size",
     "column_major_scales", "use_ue8m0", "group_eps", "variant"};
 
-// The scheme of a fused op's flat arguments where it is a valid one with the default
-// numerics (scheme_of would accept it); false for everything else.
+// The scheme of a fused op's flat arguments where it is a valid one (scheme_of would accept
+// it) with the default numerics or a variant seen before; false for everything else.
 template <size_t N> bool fused_scheme(const Args<N>& a, const Stack& s, size_t first, Quant* qs) {
   const IValue &scale = a(s, first), &ub = a(s, first + 1);
-  if (!a(s, first + 9).toStringView().empty()) return false;
   if (!quant_dtype(a(s, first + 2).toScalarType(), qs)) return false;
   const bool is_static = a(s, first + 3).toBool();
   const std::string_view granularity = a(s, first + 4).toStringView();
@@ -389,7 +447,7 @@ template <size_t N> bool fused_scheme(const Args<N>& a, const Stack& s, size_t f
   } else {
     return false;
   }
-  return true;
+  return qs->find(a(s, first + 9).toStringView());
 }
 
 void rms_norm_quant(const c10::OperatorHandle& op, Stack* stack) {
@@ -404,7 +462,7 @@ void rms_norm_quant(const c10::OperatorHandle& op, Stack* stack) {
       !fused_scheme(a, *stack, 4, &qs) || !qs.prepare(x, rows, H))
     return python_kernel(op, stack);
   at::Tensor q = empty(x.sizes(), qs.dtype);
-  check(vx_rms_norm_quant(q.data_ptr(), qs.scales.data_ptr<float>(), x.const_data_ptr(),
+  check(vx_rms_norm_quant(q.data_ptr(), qs.scales_ptr(), x.const_data_ptr(),
                           weight_ptr(w), rows, H, H, static_cast<float>(a(*stack, 2).toDouble()),
                           VX_QUANT_VALUES(qs), dtype_code(x.scalar_type()), weight_code(w, x),
                           nullptr), op);
@@ -427,7 +485,7 @@ template <bool INPLACE> void fused_add_rms_norm_quant(const c10::OperatorHandle&
     return python_kernel(op, stack);
   at::Tensor q = empty(x.sizes(), qs.dtype);
   at::Tensor ro = INPLACE ? r : empty(x.sizes(), x.scalar_type());
-  check(vx_fused_add_rms_norm_quant(q.data_ptr(), ro.data_ptr(), qs.scales.data_ptr<float>(),
+  check(vx_fused_add_rms_norm_quant(q.data_ptr(), ro.data_ptr(), qs.scales_ptr(),
                                     x.const_data_ptr(), r.const_data_ptr(), weight_ptr(w), rows,
                                     H, H, H, static_cast<float>(a(*stack, 3).toDouble()),
                                     a(*stack, 4).toBool() ? 1 : 0, VX_QUANT_VALUES(qs),
@@ -452,7 +510,7 @@ template <int ACT> void act_and_mul_quant(const c10::OperatorHandle& op, Stack* 
   if (!qs.prepare(x, rows, d)) return python_kernel(op, stack);
   at::Tensor q = empty(with_last(x, d), qs.dtype);
   const void* u = up.isNone() ? nullptr : up.toTensor().const_data_ptr();
-  check(vx_act_and_mul_quant(q.data_ptr(), qs.scales.data_ptr<float>(), x.const_data_ptr(), u,
+  check(vx_act_and_mul_quant(q.data_ptr(), qs.scales_ptr(), x.const_data_ptr(), u,
                              rows, d, x.size(-1), up.isNone() ? 0 : d, ACT, VX_QUANT_VALUES(qs),
                              dtype_code(x.scalar_type()), nullptr), op);
   finish(stack, a.count, {q, qs.scales});
@@ -463,6 +521,24 @@ template <void (*F)(const c10::OperatorHandle&, Stack*)> torch::CppFunction boxe
 }
 
 }  // namespace
+
+// Called by op_library.remember_variant (ctypes): the launchers' struct of a variant (`size`
+// bytes), for the scheme and the text the Python kernel parsed. Returns 0, or 1 when the
+// table is full (the text then keeps reaching the Python kernel).
+extern "C" int vx_ops_remember_variant(int scheme, int fnuz, float group_eps, const char* text,
+                                       const void* variant, int64_t size, int scale_dtype) {
+  std::string key = variant_key(scheme, fnuz, group_eps, text);
+  std::unique_lock<std::shared_mutex> hold(variants_lock);
+  auto& table = known_variants();
+  if (table.count(key)) return 0;
+  if (table.size() >= kMaxVariants) return 1;
+  const size_t words = (static_cast<size_t>(size) + sizeof(std::max_align_t) - 1) /
+                       sizeof(std::max_align_t);
+  KnownVariant entry{std::make_unique<std::max_align_t[]>(words), scale_dtype};
+  std::memcpy(entry.bytes.get(), variant, static_cast<size_t>(size));
+  table.emplace(std::move(key), std::move(entry));
+  return 0;
+}
 
 TORCH_LIBRARY_IMPL(VX_NAMESPACE, CPU, m) {
   m.impl("rms_norm", boxed<rms_norm>());
