@@ -54,10 +54,12 @@ def test_unfused_quants_are_bit_exact(dtype: torch.dtype) -> None:
         for fp8 in FP8:
             assert same_bits(cpu("static_scaled_fp8_quant")(x, s, fp8),
                              ops.static_scaled_fp8_quant.native(x, s, fp8))
-        assert same_bits(cpu("static_scaled_int8_quant")(x, s),
-                         ops.static_scaled_int8_quant.native(x, s))
+        for variant in ("", "recip"):  # recip: vLLM CPU's int8 numerics, raised
+            assert same_bits(cpu("static_scaled_int8_quant")(x, s, None, variant),
+                             ops.static_scaled_int8_quant.native(x, s, None, variant))
     finite = x.nan_to_num(0.0, 0.0, 0.0)  # a NaN / inf absmax makes every scale NaN / inf
     for fn, args in (("dynamic_per_token_scaled_int8_quant", ()),
+                     ("dynamic_per_token_scaled_int8_quant", (None, "recip")),
                      ("dynamic_per_token_scaled_fp8_quant", ()),
                      ("per_token_group_fp8_quant", (16,)),
                      ("dynamic_scaled_fp8_quant", ())):

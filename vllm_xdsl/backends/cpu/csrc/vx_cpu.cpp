@@ -197,12 +197,23 @@ bool quotient_exact(float s) {
   return a > 1.2e-38f && a < 8.0e37f;  // s and 1 / s both normal
 }
 
-// absmax of buf[b, e) keeping NaN (vx_max_nan over the values).
-float absmax(const float* buf, int64_t b, int64_t e) {
+// A row's values in f32 as the quant reads them: the producer's, from the row buffer, or
+// (an unfused quant) x's own, read in place.
+struct FromBuffer {
+  const float* buf;
+  VX_VEC_INLINE V operator()(int64_t i, Tail m) const { return load_f32(buf + i, m); }
+};
+template <typename T> struct FromInput {
+  const T* x;
+  VX_VEC_INLINE V operator()(int64_t i, Tail m) const { return vload<T>(x + i, m); }
+};
+
+// absmax of the values [b, e) keeping NaN (vx_max_nan over the values).
+template <typename Src> float absmax(const Src& src, int64_t b, int64_t e) {
   V m = vzero();
   Pred nan = pnone();
   for (int64_t i = b; i < e; i += L) {
-    const V a = vabs(load_f32(buf + i, lanes(e - i)));
+    const V a = vabs(src(i, lanes(e - i)));
     nan = por(nan, is_nan(a));
     m = vmax(m, a);
   }
@@ -287,10 +298,11 @@ void produce(const Params& p, int64_t row, float* buf) {
   }
 }
 
-// Quantize buf[b, e) into q: y * mul with `recip` (static fp8's default numerics, and the
-// recip variant), else y / div.
-template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t* q, int64_t b,
-                                      int64_t e, float mul, float div, bool recip) {
+// Quantize the values [b, e) into q: y * mul with `recip` (static fp8's default numerics,
+// and the recip variant), else y / div.
+template <int SCHEME, typename Src>
+void quant_span(const Params& p, const Src& src, uint8_t* q, int64_t b, int64_t e, float mul,
+                float div, bool recip) {
   constexpr bool kInt8 = SCHEME == S_STATIC_I8 || SCHEME == S_TOKEN_I8;
   const V vm = vset1(mul), vd = vset1(div);
   if (SCHEME == S_TOKEN_I8 && div == 0.f) {  // an all-zero row quantizes to 0 (the contract)
@@ -303,7 +315,7 @@ template <int SCHEME> void quant_span(const Params& p, const float* buf, uint8_t
   const bool nan_mul = recip && std::isnan(mul);
   for (int64_t i = b; i < e; i += L) {
     const Tail m = lanes(e - i);
-    const V y = load_f32(buf + i, m);
+    const V y = src(i, m);
     V v;
     if (recip) v = nan_mul ? vm : vmul(y, vm);
     else v = fast ? vquot(y, vd, vm) : vdiv(y, vd);
@@ -333,65 +345,78 @@ template <int SCHEME> void quant_span_variant(const Params& p, const float* buf,
     q[i] = variant_code<kInt8>(buf[i], div, mul, zp, p.variant, p.qmax, p.fnuz);
 }
 
+// Quantize one row: its values from `src`, and from `buf` where a variant goes element by
+// element (null where it does not: the default numerics and recip_only).
+template <int SCHEME, bool VAR, typename Src>
+void quantize_row(const Params& p, int64_t row, const Src& src, const float* buf) {
+  const int64_t H = p.hidden;
+  uint8_t* q = static_cast<uint8_t*>(p.out) + row * H;
+  const Variant& v = p.variant;
+  float zp = 0.f;
+  if constexpr (VAR) {
+    if (v.zp != nullptr) zp = zero_point_of(v, row, 0);
+  }
+  float mul = 1.f, div = 1.f;
+  if constexpr (SCHEME == S_STATIC_FP8 || SCHEME == S_STATIC_I8) {
+    div = p.scale[0];
+    mul = 1.0f / div;  // x * (1 / scale): static fp8's default; static int8 divides
+  } else if constexpr (SCHEME == S_TOKEN_FP8 || SCHEME == S_TOKEN_I8) {
+    float m = absmax(src, 0, H);
+    if constexpr (VAR) {
+      if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
+      div = variant_scale(m, v, 0);
+      store_scale(p.scales, row * p.s_stride_t, div, v.scale);
+    } else {
+      if constexpr (SCHEME == S_TOKEN_FP8) {
+        if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
+        div = vx_max_nan(m / p.qmax, 1.0f / (p.qmax * 512.0f));
+      } else {
+        div = m / 127.0f;
+      }
+      p.scales[row * p.s_stride_t] = div;
+    }
+    mul = 1.0f / div;
+  } else if constexpr (SCHEME == S_GROUP_FP8) {
+    const int64_t gs = p.group_size;
+    for (int64_t g = 0; g * gs < H; ++g) {
+      const float m = absmax(src, g * gs, (g + 1) * gs);
+      const int64_t at = row * p.s_stride_t + g * p.s_stride_g;
+      float s;
+      if constexpr (VAR) {
+        s = variant_scale(m, v, p.ue8m0);
+        store_scale(p.scales, at, s, v.scale);
+        const float gzp = v.zp != nullptr && v.zp_group_stride ? zero_point_of(v, row, g) : zp;
+        if (recip_only(v)) quant_span<SCHEME>(p, src, q, g * gs, (g + 1) * gs, 1.0f / s, s, true);
+        else quant_span_variant<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, gzp);
+      } else {
+        s = vx_max_nan(m, p.group_eps) / p.qmax;
+        if (p.ue8m0) s = exp2f(ceilf(log2f(s)));  // the contract's formula, rounded alike
+        p.scales[at] = s;
+        quant_span<SCHEME>(p, src, q, g * gs, (g + 1) * gs, 1.0f / s, s, false);
+      }
+    }
+    return;
+  }
+  if constexpr (VAR) {
+    if (recip_only(v)) quant_span<SCHEME>(p, src, q, 0, H, mul, div, true);
+    else quant_span_variant<SCHEME>(p, buf, q, 0, H, mul, div, zp);
+  } else {
+    quant_span<SCHEME>(p, src, q, 0, H, mul, div, SCHEME == S_STATIC_FP8);
+  }
+}
+
+// One row: the producer's values into buf, then (SCHEME != S_NONE) their quant. An unfused
+// quant reads x in place, save for a variant that goes element by element.
 template <typename T, typename W, int PROD, int SCHEME, bool VAR>
 void row_kernel_cpu(const Params& p, int64_t row, float* buf) {
-  produce<T, W, PROD, SCHEME>(p, row, buf);
-  if constexpr (SCHEME != S_NONE) {
-    const int64_t H = p.hidden;
-    uint8_t* q = static_cast<uint8_t*>(p.out) + row * H;
-    const Variant& v = p.variant;
-    float zp = 0.f;
-    if constexpr (VAR) {
-      if (v.zp != nullptr) zp = zero_point_of(v, row, 0);
-    }
-    float mul = 1.f, div = 1.f;
-    if constexpr (SCHEME == S_STATIC_FP8 || SCHEME == S_STATIC_I8) {
-      div = p.scale[0];
-      mul = 1.0f / div;  // x * (1 / scale): static fp8's default; static int8 divides
-    } else if constexpr (SCHEME == S_TOKEN_FP8 || SCHEME == S_TOKEN_I8) {
-      float m = absmax(buf, 0, H);
-      if constexpr (VAR) {
-        if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
-        div = variant_scale(m, v, 0);
-        store_scale(p.scales, row * p.s_stride_t, div, v.scale);
-      } else {
-        if constexpr (SCHEME == S_TOKEN_FP8) {
-          if (p.scale_ub != nullptr) m = vx_min_nan(m, p.scale_ub[0]);
-          div = vx_max_nan(m / p.qmax, 1.0f / (p.qmax * 512.0f));
-        } else {
-          div = m / 127.0f;
-        }
-        p.scales[row * p.s_stride_t] = div;
-      }
-      mul = 1.0f / div;
-    } else if constexpr (SCHEME == S_GROUP_FP8) {
-      const int64_t gs = p.group_size;
-      for (int64_t g = 0; g * gs < H; ++g) {
-        const float m = absmax(buf, g * gs, (g + 1) * gs);
-        const int64_t at = row * p.s_stride_t + g * p.s_stride_g;
-        float s;
-        if constexpr (VAR) {
-          s = variant_scale(m, v, p.ue8m0);
-          store_scale(p.scales, at, s, v.scale);
-          const float gzp = v.zp != nullptr && v.zp_group_stride ? zero_point_of(v, row, g) : zp;
-          if (recip_only(v)) quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, true);
-          else quant_span_variant<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, gzp);
-        } else {
-          s = vx_max_nan(m, p.group_eps) / p.qmax;
-          if (p.ue8m0) s = exp2f(ceilf(log2f(s)));  // the contract's formula, rounded alike
-          p.scales[at] = s;
-          quant_span<SCHEME>(p, buf, q, g * gs, (g + 1) * gs, 1.0f / s, s, false);
-        }
-      }
-      return;
-    }
-    if constexpr (VAR) {
-      if (recip_only(v)) quant_span<SCHEME>(p, buf, q, 0, H, mul, div, true);
-      else quant_span_variant<SCHEME>(p, buf, q, 0, H, mul, div, zp);
-    } else {
-      quant_span<SCHEME>(p, buf, q, 0, H, mul, div, SCHEME == S_STATIC_FP8);
+  if constexpr (PROD == P_IDENTITY && SCHEME != S_NONE) {
+    if (!VAR || recip_only(p.variant)) {
+      const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
+      return quantize_row<SCHEME, VAR>(p, row, FromInput<T>{x}, nullptr);
     }
   }
+  produce<T, W, PROD, SCHEME>(p, row, buf);
+  if constexpr (SCHEME != S_NONE) quantize_row<SCHEME, VAR>(p, row, FromBuffer{buf}, buf);
 }
 
 // Rows in parallel on torch's OpenMP pool; small problems stay on the calling thread (a
@@ -476,14 +501,11 @@ template <typename T> float tensor_absmax(const Params& p) {
   const bool par = p.rows * p.hidden >= kParallelMin && omp_get_max_threads() > 1;
 #pragma omp parallel if (par)
   {
-    thread_local std::vector<float> buf;
-    if (buf.size() < static_cast<size_t>(p.hidden)) buf.resize(p.hidden);
     float local = 0.f;
 #pragma omp for schedule(static) nowait
     for (int64_t r = 0; r < p.rows; ++r) {
-      Params one = p;
-      produce<T, T, P_IDENTITY, S_STATIC_FP8>(one, r, buf.data());
-      local = vx_max_nan(local, absmax(buf.data(), 0, p.hidden));
+      const T* x = static_cast<const T*>(p.x) + r * p.x_stride;
+      local = vx_max_nan(local, absmax(FromInput<T>{x}, 0, p.hidden));
     }
 #pragma omp critical
     m = vx_max_nan(m, local);
