@@ -96,6 +96,31 @@ def test_norm_and_act_bf16_at_model_shapes() -> None:
     torch.testing.assert_close(got, want, atol=1e-3, rtol=1.6e-2)
 
 
+def test_norm_nan_and_inf_where_the_native_has_them() -> None:
+    """The norm skips its rounding's NaN test on rows that cannot make a NaN (a finite
+    variance over the whole row, a finite weight): each way a NaN can still arise."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(4, 256, generator=g).bfloat16()
+    x[0, 200] = float("inf")  # past variance_size 128: the variance stays finite
+    x[1, 7] = float("nan")
+    x[2, :] = 0.0  # with epsilon 0: rsqrt(0) is inf, and 0 * inf NaN
+    w = torch.randn(256, generator=g).bfloat16()
+    w_nan, w_inf = w.clone(), w.clone()
+    w_nan[3] = float("nan")
+    w_inf[9] = float("inf")
+    # A float32 NaN whose low bits are all set: rounding it to bf16 without the NaN test
+    # carries into the sign (-0).
+    w_payload = w.float()
+    w_payload.view(torch.int32)[3] = 0x7FFFFFFF
+    for args in ((x, w, 1e-6), (x, w, 1e-6, 128), (x, w, 0.0), (x, w_nan, 1e-6),
+                 (x, w_inf, 1e-6), (x, w_inf.float(), 1e-6), (x, w_payload, 1e-6),
+                 (x, None, 0.0, 128)):
+        got, want = cpu("rms_norm")(*args), ops.rms_norm.native(*args)
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+        finite = want.isfinite()
+        torch.testing.assert_close(got[finite], want[finite], atol=1e-3, rtol=1.6e-2)
+
+
 @pytest.mark.parametrize("op", sorted(n for n, o in ops.ALL_OPS.items() if "cpu" in o.impls()))
 def test_verify_grid(op: str) -> None:
     """Every op the provider registers, over the reduced grid of docs/OPS.md (variants

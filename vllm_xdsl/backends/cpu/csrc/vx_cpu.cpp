@@ -76,9 +76,15 @@ VX_VEC_INLINE __m256i bf16_codes(V v) {
 
 VX_VEC_INLINE V bf16_widen(__m256i codes) { return floats(vslli<16>(widen16(codes))); }
 
-// The value v takes once stored in dtype T (a rounding point of the contract).
-template <typename T> VX_VEC_INLINE V vround(V v) {
+// The value v takes once stored in dtype T (a rounding point of the contract). NO_NAN: the
+// caller knows no lane is NaN (a lane that is inf is fine), which spares bf16's NaN test.
+template <typename T, bool NO_NAN = false> VX_VEC_INLINE V vround(V v) {
   if constexpr (std::is_same_v<T, bf16_t>) {
+    if constexpr (NO_NAN) {  // bf16_bits without the NaN lanes: fewer steps than either below
+      const VI u = bits(v);
+      const VI r = vadd(u, vadd(vand(vsrli<16>(u), iset1(1)), iset1(0x7fff)));
+      return floats(vand(r, iset1(static_cast<int>(0xffff0000u))));
+    }
 #ifdef __AVX512BF16__
     return bf16_widen(bf16_codes(v));
 #else
@@ -222,16 +228,31 @@ template <typename Src> float absmax(const Src& src, int64_t b, int64_t e) {
 
 // --- one row ------------------------------------------------------------------------------
 
-template <typename W> VX_VEC_INLINE V apply_weight(V y, const void* weight, int64_t i, Tail m) {
+template <typename W, bool NO_NAN>
+VX_VEC_INLINE V apply_weight(V y, const void* weight, int64_t i, Tail m) {
   // y.to(weight.dtype) * weight, rounded to the weight's dtype
   const V w = vload<W>(static_cast<const W*>(weight) + i, m);
-  return vround<W>(vmul(vround<W>(y), w));
+  return vround<W, NO_NAN>(vmul(vround<W, NO_NAN>(y), w));
+}
+
+// Whether the H values of a weight are all finite: with a finite y = x * rsqrt(var + eps),
+// the norm's products then hold no NaN (finite times finite, rounded, is finite or inf).
+template <typename W> bool all_finite(const void* weight, int64_t H) {
+  if (weight == nullptr) return true;
+  Pred bad = pnone();
+  const W* w = static_cast<const W*>(weight);
+  for (int64_t i = 0; i < H; i += L) {
+    const V a = vload<W>(w + i, lanes(H - i));
+    bad = por(bad, is_nan(vsub(a, a)));  // a - a is NaN for inf and NaN only
+  }
+  return !any_lane(bad);
 }
 
 // The producer's values of `row`, rounded to T as the contract materializes them, into buf
 // (or, with SCHEME == S_NONE, straight into out). Writes residual_out for the fused add.
+// weight_finite: all_finite of the norm's weight (read by the norms only).
 template <typename T, typename W, int PROD, int SCHEME>
-void produce(const Params& p, int64_t row, float* buf) {
+void produce(const Params& p, int64_t row, float* buf, bool weight_finite) {
   const int64_t H = p.hidden;
   const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
   T* out = SCHEME == S_NONE ? static_cast<T*>(p.out) + row * p.out_stride : nullptr;
@@ -282,19 +303,28 @@ void produce(const Params& p, int64_t row, float* buf) {
     }
     for (i = vs; i < H; i += L) input(i, lanes(H - i));  // past variance_size
     const float var = hsum(vadd(acc0, acc1)) / static_cast<float>(vs);
-    const V inv = vset1(1.0f / sqrtf(var + p.eps));  // torch.rsqrt: 1 / sqrt
-    for (i = 0; i < H; i += L) {
-      const Tail m = lanes(H - i);
-      V y = vmul(load_f32(buf + i, m), inv);
-      if (p.weight != nullptr) {
-        y = apply_weight<W>(y, p.weight, i, m);
-        if constexpr (!std::is_same_v<W, T>) y = vround<T>(y);  // else already a T value
-      } else {
-        y = vround<T>(y);
+    const float inv_s = 1.0f / sqrtf(var + p.eps);  // torch.rsqrt: 1 / sqrt
+    const V inv = vset1(inv_s);
+    auto normalize = [&](auto no_nan) {
+      constexpr bool kNoNan = decltype(no_nan)::value;
+      for (int64_t j = 0; j < H; j += L) {
+        const Tail m = lanes(H - j);
+        V y = vmul(load_f32(buf + j, m), inv);
+        if (p.weight != nullptr) {
+          y = apply_weight<W, kNoNan>(y, p.weight, j, m);
+          if constexpr (!std::is_same_v<W, T>) y = vround<T, kNoNan>(y);  // else a T value
+        } else {
+          y = vround<T, kNoNan>(y);
+        }
+        if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + j, y, m);
+        else store_f32(buf + j, m, y);
       }
-      if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + i, y, m);
-      else store_f32(buf + i, m, y);
-    }
+    };
+    // A finite variance over the whole row makes every input finite and |y| <= sqrt(H); a
+    // finite weight then gives no NaN (a product may overflow to inf, which rounds alike).
+    if (vs == H && std::isfinite(var) && std::isfinite(inv_s) && weight_finite)
+      normalize(std::true_type{});
+    else normalize(std::false_type{});
   }
 }
 
@@ -408,14 +438,14 @@ void quantize_row(const Params& p, int64_t row, const Src& src, const float* buf
 // One row: the producer's values into buf, then (SCHEME != S_NONE) their quant. An unfused
 // quant reads x in place, save for a variant that goes element by element.
 template <typename T, typename W, int PROD, int SCHEME, bool VAR>
-void row_kernel_cpu(const Params& p, int64_t row, float* buf) {
+void row_kernel_cpu(const Params& p, int64_t row, float* buf, bool weight_finite) {
   if constexpr (PROD == P_IDENTITY && SCHEME != S_NONE) {
     if (!VAR || recip_only(p.variant)) {
       const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
       return quantize_row<SCHEME, VAR>(p, row, FromInput<T>{x}, nullptr);
     }
   }
-  produce<T, W, PROD, SCHEME>(p, row, buf);
+  produce<T, W, PROD, SCHEME>(p, row, buf, weight_finite);
   if constexpr (SCHEME != S_NONE) quantize_row<SCHEME, VAR>(p, row, FromBuffer{buf}, buf);
 }
 
@@ -436,8 +466,9 @@ template <typename F> void for_rows(int64_t rows, int64_t hidden, F&& f) {
 
 template <typename T, typename W, int PROD, int SCHEME, bool VAR>
 int launch(const Params& p) {
+  const bool wf = (PROD == P_RMS_NORM || PROD == P_ADD_RMS_NORM) && all_finite<W>(p.weight, p.hidden);
   for_rows(p.rows, p.hidden, [&](int64_t r, float* buf) {
-    row_kernel_cpu<T, W, PROD, SCHEME, VAR>(p, r, buf);
+    row_kernel_cpu<T, W, PROD, SCHEME, VAR>(p, r, buf, wf);
   });
   return 0;
 }
