@@ -30,7 +30,7 @@ from vllm_xdsl.ops import ALL_OPS
 from vllm_xdsl.ops import fused as F
 from vllm_xdsl.ops import natives as N
 from vllm_xdsl.ops.activations import ACT_AND_MUL, ACTIVATIONS, FUSED_ACT_OPS
-from vllm_xdsl.ops.fused_signature import flat_fused, layout
+from vllm_xdsl.ops.fused_signature import flat_fused
 from vllm_xdsl.ops.op import native_binder, resolve_native
 from vllm_xdsl.ops.torch_library import define_op
 
@@ -213,20 +213,15 @@ def launchers(vendor: Vendor) -> SimpleNamespace:
         t.fused_add_rms_norm_(x, residual, weight, epsilon, rounded_sum)
         return x, residual
 
-    flat = layout("fused_add_rms_norm_quant")
-
-    @flat_fused("fused_add_rms_norm_quant", name="fused_add_rms_norm_quant_inplace")
-    def fused_add_rms_norm_quant_inplace(
-        x: Tensor, residual: Tensor, weight: Tensor | None, epsilon: float, rounded_sum: bool,
-        scheme: QuantScheme, scale: Tensor | None, scale_ub: Tensor | None,
-        zero_point: Tensor | None,
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """Writes residual_out into residual; returns (q, residual, scales)."""
-        args = flat.flat_args((x, residual, weight, epsilon, rounded_sum), scheme, scale,
-                              scale_ub, zero_point)
-        q, scales = t.fused_add_rms_norm_quant_(*args)
-        return q, residual, scales
+    def fused_add_rms_norm_quant_inplace(*args: Any, **kwargs: Any
+                                         ) -> tuple[Tensor, Tensor, Tensor]:
+        """Writes residual_out into residual; returns (q, residual, scales). The flat
+        arguments go to the op as they come: building the scheme here would cost more than
+        the kernel on one token (the op's kernel checks them)."""
+        q, scales = t.fused_add_rms_norm_quant_(*args, **kwargs)
+        return q, args[1] if len(args) > 1 else kwargs["residual"], scales
 
     fns["fused_add_rms_norm_inplace"] = fused_add_rms_norm_inplace
-    fns["fused_add_rms_norm_quant_inplace"] = fused_add_rms_norm_quant_inplace
+    fns["fused_add_rms_norm_quant_inplace"] = _with_native_signature(
+        fused_add_rms_norm_quant_inplace, "fused_add_rms_norm_quant")
     return SimpleNamespace(**fns)
