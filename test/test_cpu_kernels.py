@@ -75,9 +75,11 @@ def test_residual_rounds_to_nearest_even(dtype: torch.dtype) -> None:
     # residual_out = (x + residual) rounded once to x's dtype: vLLM's CPU kernels truncate in
     # bf16, the contract rounds to nearest even (denormal sums included).
     x = special_values(8192, dtype, 1).reshape(-1, 128)
-    r = special_values(8192, dtype, 2).reshape(-1, 128)
-    _, res = cpu("fused_add_rms_norm")(x.clone(), r.clone(), None, 1e-6)
-    assert same_bits(res, (x.float() + r.float()).to(dtype))
+    for r in (special_values(8192, dtype, 2), special_values(8192, dtype, 2).roll(1)):
+        r = r.reshape(-1, 128)  # rolled: inf meets -inf, NaN meets a number
+        _, res = cpu("fused_add_rms_norm")(x.clone(), r.clone(), None, 1e-6)
+        assert same_bits(res, (x.float() + r.float()).to(dtype))
+        assert torch.equal(res.isnan(), (x.float() + r.float()).isnan())
     tiny = torch.full((2, 64), 1e-39).to(dtype)
     _, res = cpu("fused_add_rms_norm")(tiny.clone(), tiny.clone(), None, 1e-6)
     assert same_bits(res, (tiny.float() * 2).to(dtype))

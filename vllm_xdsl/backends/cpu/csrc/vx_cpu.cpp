@@ -283,7 +283,9 @@ void produce(const Params& p, int64_t row, float* buf, bool weight_finite) {
       V s = vload<T>(x + i, m);
       if constexpr (PROD == P_ADD_RMS_NORM) {
         s = vadd(s, vload<T>(r + i, m));
-        const V rounded = vround<T>(s);
+        // No NaN test: a NaN sum of two bf16 values (a NaN operand's, quieted, or inf - inf's
+        // default NaN) has its low 16 bits zero, which the integer rounding keeps as they are.
+        const V rounded = vround<T, true>(s);
         vstore_exact<T>(r_out + i, rounded, m);
         if (p.rounded_sum) s = rounded;
       }
