@@ -7,6 +7,10 @@ every test here calls the same cached build.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
+import numpy as np
 import pytest
 import torch
 
@@ -121,6 +125,32 @@ def test_norm_nan_and_inf_where_the_native_has_them() -> None:
         assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
         finite = want.isfinite()
         torch.testing.assert_close(got[finite], want[finite], atol=1e-3, rtol=1.6e-2)
+
+
+def _libm_gelus(a: np.ndarray) -> dict[str, np.ndarray]:
+    """kernels.cuh's GELU formulas in f32 with the C library's erff / tanhf, step by step."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    for fn in (libm.erff, libm.tanhf):
+        fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    f32 = np.float32
+    z = a * f32(0.70710678118654752)
+    u = f32(0.79788456080286536) * (a + f32(0.044715) * a * a * a)
+    erf = np.array([libm.erff(float(v)) for v in z], dtype=f32)
+    tanh = np.array([libm.tanhf(float(v)) for v in u], dtype=f32)
+    return {"gelu_and_mul": a * f32(0.5) * (f32(1) + erf),
+            "gelu_tanh_and_mul": f32(0.5) * a * (f32(1) + tanh)}
+
+
+def test_vector_gelus_round_to_the_c_librarys_values() -> None:
+    """The kernels evaluate erf and tanh with polynomials of their own (about an ulp in f32):
+    on every finite bf16 value their GELUs round to the bf16 values that erff / tanhf give."""
+    codes = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    a = codes[codes.float().isfinite()].reshape(-1, 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = _libm_gelus(a.float().reshape(-1).numpy())
+    for op, values in want.items():
+        got = cpu(op)(a, torch.ones_like(a)).reshape(-1)
+        assert same_bits(got, torch.from_numpy(values).to(torch.bfloat16)), op
 
 
 @pytest.mark.parametrize("op", sorted(n for n, o in ops.ALL_OPS.items() if "cpu" in o.impls()))
