@@ -130,6 +130,10 @@ class Impl:
             cache[target] = _reason(s, "not supported here")
         return cache[target]
 
+    def forget_availability(self) -> None:
+        """Ask `supported` again on the next `unavailable` (registry.changed calls it)."""
+        self._available.clear()
+
     def rejects(self, meta_args: dict[str, Any]) -> str | None:
         """Why this impl rejects these arguments (tensors as TensorMeta), or None."""
         if self.supports_args is None:

@@ -127,6 +127,8 @@ class SemanticOp:
         self._inplace_cache.clear()
         self._device_cache.clear()
         self._inplace_device_cache.clear()
+        for impl in self._impls.values():  # what each impl found it can run on
+            impl.forget_availability()
 
     # --- calling ----------------------------------------------------------------------
 
