@@ -47,11 +47,26 @@ inline VI izero() { return _mm512_setzero_si512(); }
 inline VI bits(V a) { return _mm512_castps_si512(a); }
 inline V floats(VI a) { return _mm512_castsi512_ps(a); }
 
-inline V load_f32(const float* p, Tail t) { return _mm512_maskz_loadu_ps(t, p); }
-inline void store_f32(float* p, Tail t, V a) { _mm512_mask_storeu_ps(p, t, a); }
-inline __m256i load_u16(const void* p, Tail t) { return _mm256_maskz_loadu_epi16(t, p); }
-inline void store_u16(void* p, Tail t, __m256i c) { _mm256_mask_storeu_epi16(p, t, c); }
-inline void store_u8(void* p, Tail t, __m128i c) { _mm_mask_storeu_epi8(p, t, c); }
+// Masked only in a row's tail: a plain load or store where every lane is in.
+inline V load_f32(const float* p, Tail t) {
+  return t == kAll ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(t, p);
+}
+inline void store_f32(float* p, Tail t, V a) {
+  if (t == kAll) _mm512_storeu_ps(p, a);
+  else _mm512_mask_storeu_ps(p, t, a);
+}
+inline __m256i load_u16(const void* p, Tail t) {
+  return t == kAll ? _mm256_loadu_si256(static_cast<const __m256i*>(p))
+                   : _mm256_maskz_loadu_epi16(t, p);
+}
+inline void store_u16(void* p, Tail t, __m256i c) {
+  if (t == kAll) _mm256_storeu_si256(static_cast<__m256i*>(p), c);
+  else _mm256_mask_storeu_epi16(p, t, c);
+}
+inline void store_u8(void* p, Tail t, __m128i c) {
+  if (t == kAll) _mm_storeu_si128(static_cast<__m128i*>(p), c);
+  else _mm_mask_storeu_epi8(p, t, c);
+}
 
 inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
