@@ -143,7 +143,10 @@ def _child(checkpoint: str, way: str, tokens: int) -> None:
                   for s in result.stages}
         raised, fused = counts.get("raise-native", {}), counts.get("fuse-norm-quant", {})
         covered = sites.raised_sites(raised, fused)
-        graphs.append({"raised": raised, "fused": fused,
+        last = result.stages[-1].op_counts if result.stages else {}
+        lowered = {k: v for k, v in last.items()
+                   if not k.startswith(("torch.", "func.", "builtin."))}
+        graphs.append({"raised": raised, "fused": fused, "lowered": lowered,
                        "sites": dict(zip(("norm", "residual", "act", "quant", "pairs"),
                                          covered.astuple(), strict=True))})
     print("RESULT " + json.dumps({

@@ -3,8 +3,9 @@ scripts/test runs them there, the main pytest run ignores this directory). Witho
 each module skips itself, except where VLLM_XDSL_REQUIRE_VLLM is set (CI): there a vLLM
 that does not import is an error, never a silent skip.
 
-`vllm_engine(model, way)` starts one engine per (model, way) and session, each in a fresh
-process (test/helpers/vllm_engine.py): an engine start costs about 70 s, so tests share them.
+`vllm_engine(model, way[, priority])` starts one engine per (model, way, priority) and
+session, each in a fresh process (test/helpers/vllm_engine.py): an engine start costs about
+70 s, so tests share them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if os.environ.get("VLLM_XDSL_REQUIRE_VLLM"):
             f"VLLM_XDSL_REQUIRE_VLLM is set but vllm does not import ({type(e).__name__}: "
             f"{e}); build the environment with scripts/vllm-env") from e
 
-EngineRun = Callable[[str, str], dict[str, Any]]
+EngineRun = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture(scope="session")
@@ -36,11 +37,15 @@ def vllm_engine(tmp_path_factory: pytest.TempPathFactory) -> EngineRun:
     root = tmp_path_factory.mktemp("vllm")
     done: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def run(model: str, way: str) -> dict[str, Any]:
-        if (model, way) not in done:
+    def run(model: str, way: str, priority: str | None = None) -> dict[str, Any]:
+        """`priority`: VLLM_XDSL_PRIORITY for our lowering in that engine."""
+        key = (model, way if priority is None else f"{way}@{priority}")
+        if key not in done:
             checkpoint = write_checkpoint(model, root / "checkpoints" / model)
-            done[model, way] = run_engine(checkpoint, way, env=engine_env(model),
-                                          log=root / "logs" / f"{model}-{way}.log")
-        return done[model, way]
+            env = {**engine_env(model),
+                   **({} if priority is None else {"VLLM_XDSL_PRIORITY": priority})}
+            done[key] = run_engine(checkpoint, way, env=env,
+                                   log=root / "logs" / f"{model}-{key[1]}.log")
+        return done[key]
 
     return run

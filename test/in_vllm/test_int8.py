@@ -16,7 +16,8 @@ of the norm's output inside the one kernel it makes of a fused norm + int8 quant
 plain vLLM's `_C` quant reads it stored in bf16, and the tokens of the static model part
 after five steps (measured: docs/OPS.md, "A norm + int8 quant compiled by Inductor").
 Three engine starts per model (plain and the two ways; the dynamic model also its
-backend-way baseline), each in a fresh process (conftest.py).
+backend-way baseline, the static model also the post-grad way with the cpu provider's
+kernels), each in a fresh process (conftest.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from vllm_xdsl.backends.cpu.host import host_problem
 
 pytest.importorskip("vllm")
 
@@ -43,15 +46,17 @@ NEEDS_AMX = pytest.mark.skipif(not torch.cpu._is_amx_tile_supported(),
 ONEDNN = ("llama_int8_static", "llama_int8_dynamic")
 
 
-def _run(vllm_engine: Any, model: str, way: str) -> dict[str, Any]:
-    result: dict[str, Any] = vllm_engine(model, way)
+def _run(vllm_engine: Any, model: str, way: str, priority: str | None = None
+         ) -> dict[str, Any]:
+    result: dict[str, Any] = vllm_engine(model, way, priority)
     if "error" in result:
         pytest.fail(f"{model} through {way}: the engine failed: {result['error']}")
     return result
 
 
-def _checked(vllm_engine: Any, model: str, way: str) -> dict[str, Any]:
-    ours = _run(vllm_engine, model, way)
+def _checked(vllm_engine: Any, model: str, way: str, priority: str | None = None
+             ) -> dict[str, Any]:
+    ours = _run(vllm_engine, model, way, priority)
     assert ours["warnings"] == [] and ours["fallbacks"] == 0, ours["warnings"]
     assert ours["graphs"], "no graph was compiled by our pipeline"
     return ours
@@ -110,3 +115,16 @@ def test_amx_path_quant_inside_the_gemm(vllm_engine: Any, way: str) -> None:
     want = {**expected_sites("llama"), "quant": int8_quant_sites("llama_int8_amx"), "pairs": 0}
     for graph in ours["graphs"]:
         assert graph["sites"] == want, graph
+
+
+@pytest.mark.skipif(host_problem() is not None, reason=str(host_problem()))
+def test_cpu_kernels_inside_vllm(vllm_engine: Any) -> None:
+    """The static model through the post-grad pass with the cpu provider first
+    (VLLM_XDSL_PRIORITY=cpu): every op our pipeline leaves, the fused ones too, runs as the
+    provider's kernel, and the tokens are plain vLLM's."""
+    ours = _checked(vllm_engine, "llama_int8_static", "post_grad", "cpu")
+    for graph in ours["graphs"]:
+        assert graph["lowered"] == {f"cpu.{op.removeprefix('vllm.')}": n
+                                    for op, n in graph["fused"].items()}, graph
+        assert "cpu.rms_norm_quant" in graph["lowered"], graph  # a fused pair among them
+    assert ours["tokens"] == _run(vllm_engine, "llama_int8_static", "plain")["tokens"]
