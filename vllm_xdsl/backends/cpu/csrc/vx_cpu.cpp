@@ -272,15 +272,26 @@ template <typename T> struct FromInput {
   VX_VEC_INLINE V operator()(int64_t i, Tail m) const { return vload<T>(x + i, m); }
 };
 
+// body(i, m) over [b, e), L lanes at a time: the whole chunks with the constant kAll (their
+// loads and stores compile unmasked), then the tail, masked. Both inlined, so that the
+// constant reaches them.
+#define VX_VEC_INLINE_LAMBDA __attribute__((always_inline))
+template <typename F>
+inline __attribute__((always_inline)) void for_lanes(int64_t b, int64_t e, const F& body) {
+  int64_t i = b;
+  for (; i + L <= e; i += L) body(i, kAll);
+  if (i < e) body(i, lanes(e - i));
+}
+
 // absmax of the values [b, e) keeping NaN (vx_max_nan over the values).
 template <typename Src> float absmax(const Src& src, int64_t b, int64_t e) {
   V m = vzero();
   Pred nan = pnone();
-  for (int64_t i = b; i < e; i += L) {
-    const V a = vabs(src(i, lanes(e - i)));
+  for_lanes(b, e, [&](int64_t i, Tail t) VX_VEC_INLINE_LAMBDA {
+    const V a = vabs(src(i, t));
     nan = por(nan, is_nan(a));
     m = vmax(m, a);
-  }
+  });
   return any_lane(nan) ? NAN : hmax(m);
 }
 
@@ -403,8 +414,7 @@ void quant_span(const Params& p, const Src& src, uint8_t* q, int64_t b, int64_t 
   // x * NaN is that NaN in every lane, as torch gives it; the product of two NaNs is its
   // first operand's, and which one that is the compiler chooses (the product commutes).
   const bool nan_mul = recip && std::isnan(mul);
-  for (int64_t i = b; i < e; i += L) {
-    const Tail m = lanes(e - i);
+  for_lanes(b, e, [&](int64_t i, Tail m) VX_VEC_INLINE_LAMBDA {
     const V y = src(i, m);
     V v;
     if (recip) v = nan_mul ? vm : vmul(y, vm);
@@ -417,7 +427,7 @@ void quant_span(const Params& p, const Src& src, uint8_t* q, int64_t b, int64_t 
       c = p.fnuz ? e4m3_codes<true>(v) : e4m3_codes<false>(v);
     }
     store_u8(q + i, m, c);
-  }
+  });
 }
 
 // A variant whose epilogue is quant_span's with `recip` (no rounding of the quotient, no
