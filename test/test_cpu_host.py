@@ -34,7 +34,6 @@ def test_host_problem_names_what_is_missing(bare_cpu: None) -> None:
     assert available("cpu", "cpu") == LACKS
 
 
-
 def test_preferred_gives_way_forced_is_one_line(bare_cpu: None) -> None:
     preferred = run_opt("--lower-dispatch=target=cpu priority=cpu", stdin=NORM)
     assert preferred.returncode == 0, preferred.stderr
