@@ -26,6 +26,7 @@ from vllm_xdsl.backends.cpu.host import host_problem
 from vllm_xdsl.backends.cuda.build import ToolchainMissing
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.torch_ops import define
+from vllm_xdsl.core.catalog import quant_specs
 
 NS = "vllm_xdsl_cpu_optest"
 BF16, FP8, I8 = torch.bfloat16, torch.float8_e4m3fn, torch.int8
@@ -144,6 +145,12 @@ def clone(args: tuple[Any, ...]) -> tuple[Any, ...]:
 def test_the_cpu_dispatch_key_has_the_cpp_kernels(emulated: tuple[Any, SimpleNamespace]) -> None:
     for name in {n for n, _ in FAST} | {"fused_add_rms_norm_", "fused_add_rms_norm_quant_"}:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(f"{NS}::{name}", "CPU"), name
+
+
+def test_every_quant_form_of_the_cpp_kernels_is_a_catalog_form() -> None:
+    # The C++ quant kernels are registered from the catalog (op_library.CPP_FORMS): a form
+    # listed there that no op has would be a kernel nobody can reach.
+    assert set(op_library.CPP_FORMS) <= {s.form for s in quant_specs()}
 
 
 @pytest.mark.parametrize(("op", "args"), FAST, ids=[f"{op}-{i}" for i, (op, _) in enumerate(FAST)])

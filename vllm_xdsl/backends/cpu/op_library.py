@@ -19,6 +19,7 @@ import torch
 from vllm_xdsl import user_cache
 from vllm_xdsl.backends.cuda import build as B
 from vllm_xdsl.backends.cuda import library as L
+from vllm_xdsl.core.catalog import QuantForm, quant_specs
 from vllm_xdsl.core.dtypes import INT8_MAX, fp8_max
 from vllm_xdsl.core.scheme import QuantScheme
 from vllm_xdsl.ops.activations import ACTIVATIONS, FUSED_ACT_OPS, activation_of
@@ -37,8 +38,19 @@ def torch_headers_problem() -> str | None:
     return None
 
 
+# The unfused quant forms vx_cpu_ops.cpp has a kernel for (its `Form` enum). An op of
+# another form keeps only its Python kernel, which calls the same launchers.
+CPP_FORMS: dict[QuantForm, str] = {
+    QuantForm("fp8", True, "tensor"): "STATIC_FP8", QuantForm("int8", True, "tensor"): "STATIC_I8",
+    QuantForm("fp8", False, "token"): "TOKEN_FP8", QuantForm("int8", False, "token"): "TOKEN_I8",
+    QuantForm("fp8", False, "group"): "GROUP_FP8", QuantForm("fp8", False, "tensor"): "TENSOR_FP8",
+}
+
+
 def _defines(namespace: str) -> list[str]:
     """The -D constants of vx_cpu_ops.cpp, from the modules that define them."""
+    quant_ops = "".join(f"X({s.name},{CPP_FORMS[s.form]})" for s in quant_specs()
+                        if s.form in CPP_FORMS)
     act_ops = "".join(f"X({name},{L.ACTIVATION_CODES[act]})" for name, act in ACTIVATIONS.items()
                       if act in L.ACTIVATION_CODES)
     fused = "".join(f"X({name},{L.ACTIVATION_CODES[act]})" for name in FUSED_ACT_OPS
@@ -49,7 +61,7 @@ def _defines(namespace: str) -> list[str]:
              "S_TOKEN_I8": L.S_TOKEN_I8, "S_GROUP_FP8": L.S_GROUP_FP8}
     maxima = {"FMAX_E4M3FN": fp8_max(torch.float8_e4m3fn),
               "FMAX_E4M3FNUZ": fp8_max(torch.float8_e4m3fnuz), "IMAX": INT8_MAX}
-    return [f"-DVX_NAMESPACE={namespace}", f"-DVX_ACT_OPS={act_ops}",
+    return [f"-DVX_NAMESPACE={namespace}", f"-DVX_QUANT_OPS={quant_ops}", f"-DVX_ACT_OPS={act_ops}",
             f"-DVX_ACT_QUANT_OPS={fused}", *(f"-DVX_{k}={v}" for k, v in codes.items()),
             *(f"-DVX_{k}={v!r}f" for k, v in maxima.items())]
 

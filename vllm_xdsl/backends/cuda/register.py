@@ -17,6 +17,7 @@ import torch
 
 from vllm_xdsl.backends.cuda.build import ToolchainMissing, Vendor, find_compiler
 from vllm_xdsl.backends.cuda.variant import variant_args_problem
+from vllm_xdsl.core.catalog import SPECS
 from vllm_xdsl.ops.activations import activation_of
 from vllm_xdsl.ops.impl import TensorMeta
 
@@ -96,7 +97,9 @@ def supports_args(vendor: Vendor, op: str, **args: Any) -> bool | str:
     if r is not None and r.dtype != x.dtype:
         return f"residual dtype {r.dtype} differs from x dtype {x.dtype}"
     group_size = args.get("group_size", 0)
-    if (op == "per_token_group_fp8_quant" or args.get("granularity") == "group") and H is not None:
+    form = SPECS[op].form if op in SPECS else None  # an unfused quant's, else the argument's
+    granularity = form.granularity if form is not None else args.get("granularity")
+    if granularity == "group" and H is not None:
         if group_size <= 0 or H % group_size:
             return f"group_size {group_size} does not divide hidden size {H}"
         if H // group_size > _MAX_GROUPS and vendor != "cpu":

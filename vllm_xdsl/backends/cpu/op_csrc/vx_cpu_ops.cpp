@@ -37,7 +37,8 @@
 #include "vx_launchers.h"
 
 #if !defined(VX_NAMESPACE) || !defined(VX_D_F32) || !defined(VX_S_GROUP_FP8) || \
-    !defined(VX_FMAX_E4M3FN) || !defined(VX_ACT_OPS) || !defined(VX_ACT_QUANT_OPS)
+    !defined(VX_FMAX_E4M3FN) || !defined(VX_QUANT_OPS) || !defined(VX_ACT_OPS) ||     \
+    !defined(VX_ACT_QUANT_OPS)
 #error "build with backends/cpu/op_library.py (it defines the namespace and the codes)"
 #endif
 
@@ -328,7 +329,7 @@ bool quant_dtype(at::ScalarType t, Quant* qs) {
 
 bool is_fp8(const Quant& qs) { return qs.dtype != at::kChar; }
 
-// The unfused quants, by form.
+// The unfused quants, by form (op_library.py's VX_QUANT_OPS names each op's).
 enum Form { STATIC_FP8, STATIC_I8, TOKEN_FP8, TOKEN_I8, GROUP_FP8, TENSOR_FP8 };
 
 // The arguments of the unfused quants' schemas (each form has some of them).
@@ -544,12 +545,9 @@ TORCH_LIBRARY_IMPL(VX_NAMESPACE, CPU, m) {
   m.impl("rms_norm", boxed<rms_norm>());
   m.impl("fused_add_rms_norm", boxed<fused_add_rms_norm<false>>());
   m.impl("fused_add_rms_norm_", boxed<fused_add_rms_norm<true>>());
-  m.impl("static_scaled_fp8_quant", boxed<unfused_quant<STATIC_FP8>>());
-  m.impl("static_scaled_int8_quant", boxed<unfused_quant<STATIC_I8>>());
-  m.impl("dynamic_per_token_scaled_fp8_quant", boxed<unfused_quant<TOKEN_FP8>>());
-  m.impl("dynamic_per_token_scaled_int8_quant", boxed<unfused_quant<TOKEN_I8>>());
-  m.impl("per_token_group_fp8_quant", boxed<unfused_quant<GROUP_FP8>>());
-  m.impl("dynamic_scaled_fp8_quant", boxed<unfused_quant<TENSOR_FP8>>());
+#define X(name, form) m.impl(#name, boxed<unfused_quant<form>>());
+  VX_QUANT_OPS
+#undef X
   m.impl("rms_norm_quant", boxed<rms_norm_quant>());
   m.impl("fused_add_rms_norm_quant", boxed<fused_add_rms_norm_quant<false>>());
   m.impl("fused_add_rms_norm_quant_", boxed<fused_add_rms_norm_quant<true>>());
