@@ -287,13 +287,11 @@ class _FusedQuantMixin(FusedQuantOp):
             check.zero_point(zp, q_shape_of, scheme)
 
 
-class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
-    SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
-    assembly_format = (
-        f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
-        f"`->` type($q) {_SCALES}"
-    )
-    x = operand_def(TensorType)
+class _NormQuantFields(_FusedQuantMixin, _NormMixin):
+    """The operands and properties a fused norm+quant op has after its inputs. xDSL collects
+    an op's fields from its class first, then from its bases: a member declares its inputs
+    (x, the residual) and its results, and its operands are those inputs, then these."""
+
     weight = opt_operand_def(TensorType)
     scale = opt_operand_def(TensorType)
     scale_ub = opt_operand_def(TensorType)
@@ -301,6 +299,15 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
     epsilon_value = opt_operand_def()
     epsilon = opt_prop_def(FloatAttr[Float64Type])
     scheme = prop_def(QuantSchemeAttr)
+
+
+class RmsNormQuantSignature(_NormQuantFields):
+    SEMANTIC_NAME: ClassVar[str] = "rms_norm_quant"
+    assembly_format = (
+        f"$x {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
+        f"`->` type($q) {_SCALES}"
+    )
+    x = operand_def(TensorType)
     q = result_def(TensorType)
     scales = opt_result_def(TensorType)
 
@@ -309,7 +316,7 @@ class RmsNormQuantSignature(_FusedQuantMixin, _NormMixin):
         self._verify_scheme(x, x)
 
 
-class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp):
+class FusedAddRmsNormQuantSignature(_NormQuantFields, ResidualNormOp):
     SEMANTIC_NAME: ClassVar[str] = "fused_add_rms_norm_quant"
     assembly_format = (
         f"$x `,` $residual {_WEIGHT} {_SCALE} {_SCALE_UB} {_ZP} {_EPS} attr-dict `:` type($x) "
@@ -317,14 +324,7 @@ class FusedAddRmsNormQuantSignature(_FusedQuantMixin, _NormMixin, ResidualNormOp
     )
     x = operand_def(TensorType)
     residual = operand_def(TensorType)
-    weight = opt_operand_def(TensorType)
-    scale = opt_operand_def(TensorType)
-    scale_ub = opt_operand_def(TensorType)
-    zero_point = opt_operand_def(TensorType)
-    epsilon_value = opt_operand_def()
-    epsilon = opt_prop_def(FloatAttr[Float64Type])
     rounded_sum = opt_prop_def(UnitAttr)  # the variant (ResidualNormOp)
-    scheme = prop_def(QuantSchemeAttr)
     q = result_def(TensorType)
     residual_out = result_def(TensorType)
     scales = opt_result_def(TensorType)
