@@ -49,20 +49,22 @@ CPP_FORMS: dict[QuantForm, str] = {
 
 def _defines(namespace: str) -> list[str]:
     """The -D constants of vx_cpu_ops.cpp, from the modules that define them."""
-    quant_ops = "".join(f"X({s.name},{CPP_FORMS[s.form]})" for s in quant_specs()
-                        if s.form in CPP_FORMS)
-    act_ops = "".join(f"X({name},{L.ACTIVATION_CODES[act]})" for name, act in ACTIVATIONS.items()
-                      if act in L.ACTIVATION_CODES)
-    fused = "".join(f"X({name},{L.ACTIVATION_CODES[act]})" for name in FUSED_ACT_OPS
-                    if (act := activation_of(name)) in L.ACTIVATION_CODES)
+    catalog_ops = "".join((
+        *(f"X({s.name},unfused_quant<{CPP_FORMS[s.form]}>)" for s in quant_specs()
+          if s.form in CPP_FORMS),
+        *(f"X({name},act_and_mul<{L.ACTIVATION_CODES[act]}>)" for name, act in ACTIVATIONS.items()
+          if act in L.ACTIVATION_CODES),
+        *(f"X({name},act_and_mul_quant<{L.ACTIVATION_CODES[act]}>)" for name in FUSED_ACT_OPS
+          if (act := activation_of(name)) in L.ACTIVATION_CODES),
+    ))
     codes = {"D_F32": L.DTYPE_CODES["float32"], "D_F16": L.DTYPE_CODES["float16"],
              "D_BF16": L.DTYPE_CODES["bfloat16"], "S_STATIC_FP8": L.S_STATIC_FP8,
              "S_STATIC_I8": L.S_STATIC_I8, "S_TOKEN_FP8": L.S_TOKEN_FP8,
              "S_TOKEN_I8": L.S_TOKEN_I8, "S_GROUP_FP8": L.S_GROUP_FP8}
     maxima = {"FMAX_E4M3FN": fp8_max(torch.float8_e4m3fn),
               "FMAX_E4M3FNUZ": fp8_max(torch.float8_e4m3fnuz), "IMAX": INT8_MAX}
-    return [f"-DVX_NAMESPACE={namespace}", f"-DVX_QUANT_OPS={quant_ops}", f"-DVX_ACT_OPS={act_ops}",
-            f"-DVX_ACT_QUANT_OPS={fused}", *(f"-DVX_{k}={v}" for k, v in codes.items()),
+    return [f"-DVX_NAMESPACE={namespace}", f"-DVX_CATALOG_OPS={catalog_ops}",
+            *(f"-DVX_{k}={v}" for k, v in codes.items()),
             *(f"-DVX_{k}={v!r}f" for k, v in maxima.items())]
 
 

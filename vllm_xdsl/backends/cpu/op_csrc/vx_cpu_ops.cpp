@@ -37,8 +37,7 @@
 #include "vx_launchers.h"
 
 #if !defined(VX_NAMESPACE) || !defined(VX_D_F32) || !defined(VX_S_GROUP_FP8) || \
-    !defined(VX_FMAX_E4M3FN) || !defined(VX_QUANT_OPS) || !defined(VX_ACT_OPS) ||     \
-    !defined(VX_ACT_QUANT_OPS)
+    !defined(VX_FMAX_E4M3FN) || !defined(VX_CATALOG_OPS)
 #error "build with backends/cpu/op_library.py (it defines the namespace and the codes)"
 #endif
 
@@ -329,7 +328,7 @@ bool quant_dtype(at::ScalarType t, Quant* qs) {
 
 bool is_fp8(const Quant& qs) { return qs.dtype != at::kChar; }
 
-// The unfused quants, by form (op_library.py's VX_QUANT_OPS names each op's).
+// The unfused quants, by form (op_library.py's CPP_FORMS names each op's).
 enum Form { STATIC_FP8, STATIC_I8, TOKEN_FP8, TOKEN_I8, GROUP_FP8, TENSOR_FP8 };
 
 // The arguments of the unfused quants' schemas (each form has some of them).
@@ -545,16 +544,11 @@ TORCH_LIBRARY_IMPL(VX_NAMESPACE, CPU, m) {
   m.impl("rms_norm", boxed<rms_norm>());
   m.impl("fused_add_rms_norm", boxed<fused_add_rms_norm<false>>());
   m.impl("fused_add_rms_norm_", boxed<fused_add_rms_norm<true>>());
-#define X(name, form) m.impl(#name, boxed<unfused_quant<form>>());
-  VX_QUANT_OPS
-#undef X
   m.impl("rms_norm_quant", boxed<rms_norm_quant>());
   m.impl("fused_add_rms_norm_quant", boxed<fused_add_rms_norm_quant<false>>());
   m.impl("fused_add_rms_norm_quant_", boxed<fused_add_rms_norm_quant<true>>());
-#define X(name, code) m.impl(#name, boxed<act_and_mul<code>>());
-  VX_ACT_OPS
-#undef X
-#define X(name, code) m.impl(#name, boxed<act_and_mul_quant<code>>());
-  VX_ACT_QUANT_OPS
+  // The families' members, from the catalog: each op's name and its kernel.
+#define X(name, kernel) m.impl(#name, boxed<kernel>());
+  VX_CATALOG_OPS
 #undef X
 }
