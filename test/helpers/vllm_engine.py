@@ -35,7 +35,11 @@ WAYS = ("plain", "backend", "post_grad", "backend_ir", "post_grad_ir")
 # The backend way's baseline, not through our compiler: vLLM hands Dynamo's graph, as in the
 # backend way, to Inductor's compile_fx as a plain torch.compile backend.
 INDUCTOR_BACKEND = "inductor_backend"
-ALL_WAYS = (*WAYS, INDUCTOR_BACKEND)
+# Our backend with vLLM's custom ops off (their torch code in the graph, as in plain vLLM's
+# Inductor config), its compiled graphs checked call by call against the traced graphs run
+# eagerly (vllm_differential.py): the result's `checked_calls`.
+CHECKED = "backend_checked"
+ALL_WAYS = (*WAYS, INDUCTOR_BACKEND, CHECKED)
 PROMPTS = [[1, 5, 9, 17, 33, 65], [2, 4, 8, 16, 32, 64, 128, 200]]
 FALLBACK_MARKS = ("running the unmodified graph", "graph left unchanged")
 
@@ -48,6 +52,10 @@ def compilation_config(way: str) -> dict[str, Any] | None:
         return {"mode": 2, "backend": "vllm_xdsl"}
     if way == INDUCTOR_BACKEND:
         return {"mode": 2, "backend": "torch._inductor.compile_fx.compile_fx"}
+    if way == CHECKED:
+        from vllm_differential import QUALNAME
+
+        return {"mode": 2, "backend": QUALNAME, "custom_ops": ["none"]}
     if way == "post_grad":  # vLLM's default CPU config: Inductor, with our post-grad pass
         return {"inductor_compile_config": _post_grad_pass()}
     # vLLM IR's torch wrap on: the graph holds `torch.ops.vllm_ir.*` nodes instead of their
@@ -75,7 +83,9 @@ def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900
     if way not in ALL_WAYS:
         raise ValueError(f"unknown way {way!r}; known: {', '.join(ALL_WAYS)}")
     with tempfile.TemporaryDirectory(prefix=f"vllm-engine-{way}-") as tmp:
-        child_env = {**os.environ, **(env or {}), "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        # vLLM's AOT compile wants a serializable compiled graph: the checking wrapper is not.
+        checked = {"VLLM_USE_AOT_COMPILE": "0"} if way == CHECKED else {}
+        child_env = {**os.environ, **(env or {}), **checked, "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
                "VLLM_CACHE_ROOT": f"{tmp}/vllm", "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
                "VLLM_XDSL_CACHE_DIR": f"{tmp}/xdsl"}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--checkpoint", str(checkpoint),
@@ -149,8 +159,10 @@ def _child(checkpoint: str, way: str, tokens: int) -> None:
         graphs.append({"raised": raised, "fused": fused, "lowered": lowered,
                        "sites": dict(zip(("norm", "residual", "act", "quant", "pairs"),
                                          covered.astuple(), strict=True))})
+    checked = sys.modules.get("vllm_differential")  # imported by vLLM in the CHECKED way
     print("RESULT " + json.dumps({
         "tokens": [list(o.outputs[0].token_ids) for o in outputs],
+        "checked_calls": checked.CALLS if checked is not None else None,
         "startup_s": round(startup, 1),
         "warnings": seen.messages,
         "fallbacks": sum(any(m in w for m in FALLBACK_MARKS) for w in seen.messages),
