@@ -15,12 +15,12 @@ oneDNN models run (plain vLLM too) with Inductor's `emulate_precision_casts`
 of the norm's output inside the one kernel it makes of a fused norm + int8 quant, where
 plain vLLM's `_C` quant reads it stored in bf16, and the tokens of the static model part
 after five steps (measured: docs/OPS.md, "A norm + int8 quant compiled by Inductor").
-The contract is also checked call by call: our backend's compiled graphs against the graphs
-vLLM traced, run eagerly on the same inputs (helpers/vllm_differential.py), lowered to the
-natives and to the cpu provider's kernels.
-Five engine starts per model (plain, the two ways, and the checked backend way with each
-lowering; the dynamic model also its backend-way baseline, the static model also the
-post-grad way with the cpu provider's kernels), each in a fresh process (conftest.py).
+The pipeline is also checked call by call: our backend's compiled graphs, lowered to the
+natives, against the graphs vLLM traced, run eagerly on the same inputs
+(helpers/vllm_differential.py).
+Four engine starts per model (plain, the two ways, the checked backend way; the dynamic
+model also its backend-way baseline, the static model also the post-grad way with the cpu
+provider's kernels), each in a fresh process (conftest.py).
 """
 
 from __future__ import annotations
