@@ -53,7 +53,8 @@ def _child(way: str, ckpt: str, quantization: str | None, tokens: int) -> None:
         "post_grad": post_grad, "post_grad_emulate": post_grad,
     }[way.split("@")[0]]
     # 256 tokens a step at most: vLLM's profile run (a first call that no step of the
-    # prompt needs) then takes 256 tokens, not 4096 (checked, it runs three times).
+    # prompt needs) then takes 256 tokens, not 4096; the checked ways run it up to three
+    # times.
     llm = LLM(model=ckpt, skip_tokenizer_init=True, gpu_memory_utilization=0.1,
               max_model_len=256, max_num_batched_tokens=256, seed=0, quantization=quantization,
               **({} if config is None else {"compilation_config": config}))

@@ -3,8 +3,8 @@ backend (the graph after our passes run eagerly: inner "eager"), and at every ca
 Dynamo traced first, run eagerly on copies of the inputs, then ours on the inputs
 themselves (so the engine goes on with our values). Each call's outputs are compared bit for
 bit (NaN equal to NaN) and recorded in CALLS. Where a call differs, the traced graph runs
-once more on fresh copies: a call whose reference differs from itself (vLLM's profile run
-reads buffers nobody wrote) says nothing about our graph. Attention's KV cache then holds
+once more on fresh copies: a call whose reference differs from itself (measured: vLLM's profile
+run, the dummy first call) says nothing about our graph. Attention's KV cache then holds
 the reference's writes of that call.
 
 vLLM resolves the backend by its qualified name (compilation mode 2, DYNAMO_TRACE_ONCE):

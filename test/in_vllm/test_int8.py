@@ -139,7 +139,7 @@ def test_every_call_computes_the_traced_graphs_values(vllm_engine: Any, model: s
     every call of the compiled graph (prefill and each decode step) gives the values of the
     graph vLLM traced, run eagerly on the same inputs, bit for bit: raising, fusing and
     lowering to the natives change nothing that vLLM computes. A call whose reference
-    differs from itself (vLLM's profile run reads unwritten buffers) is not a comparison;
+    differs from itself (measured: vLLM's profile run) is not a comparison;
     there is at most one. (Lowered to the cpu kernels instead, a norm may sum its variance
     in another order, which the contract allows: measured, 2 of the 1904 values of the
     static model's prefill differ; bench/RESULTS.md.)"""
