@@ -192,7 +192,7 @@ def test_default_variant_is_the_contract(scheme: QuantScheme, dtype: torch.dtype
     x = _x((5, 64), dtype)
     scale = torch.tensor([0.03]) if scheme.static else None
     want = ops.quant_native(x, scheme, scale)
-    got = quantize_variant(x, scheme, scale)
+    got = quantize_variant(x, scheme, scale, None, None)
     _same(got[0], want[0])
     if not scheme.static:
         assert got[1] is not None and want[1] is not None

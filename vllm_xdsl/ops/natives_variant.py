@@ -61,13 +61,11 @@ def dynamic_scale(xs: Tensor, scheme: QuantScheme, scale_ub: Tensor | None) -> T
 
 
 def quantize_variant(
-    x: Tensor,
-    scheme: QuantScheme,
-    scale: Tensor | None = None,
-    scale_ub: Tensor | None = None,
-    zero_point: Tensor | None = None,
+    x: Tensor, scheme: QuantScheme, scale: Tensor | None, scale_ub: Tensor | None,
+    zero_point: Tensor | None,
 ) -> tuple[Tensor, Tensor | None]:
-    """(q, computed scales in the variant's scale dtype; None for a static scheme)."""
+    """(q, computed scales in the variant's scale dtype; None for a static scheme). Every
+    operand is passed (None where absent): callers are the natives, which hold them all."""
     v = scheme.variant
     xf = x.to(_F32)
     xs = xf
