@@ -171,7 +171,8 @@ class Kernels:
         return _rows(x), None if up is None else _rows(up), L.ACTIVATION_CODES[act], gate.shape[-1]
 
     def act_and_mul(self, op: str, x: Tensor, up: Tensor | None = None) -> Tensor:
-        """`op` (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul) on x, or on x and up."""
+        """The act-and-mul op `op` (one with an activation code, L.ACTIVATION_CODES) on x, or on
+        x and up."""
         lib, stream = self._prepare(op, x, up)
         x2, u2, act, d = self._act_rows(op, x, up)
         out = torch.empty((*x.shape[:-1], d), dtype=x.dtype, device=x.device)
