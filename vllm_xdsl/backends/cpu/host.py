@@ -9,7 +9,7 @@ from pathlib import Path
 from vllm_xdsl.backends.cuda.build import ToolchainMissing, find_compiler
 
 # The instruction sets vx_cpu.cpp needs at least (csrc/vx_vec.h refuses to compile without
-# them; it takes AVX-512 F/BW/VL where the CPU has them too).
+# them; it takes AVX-512 F/BW/VL/DQ where the CPU has them too).
 REQUIRED_FLAGS = ("avx2", "fma", "f16c")
 CPUINFO = Path("/proc/cpuinfo")
 

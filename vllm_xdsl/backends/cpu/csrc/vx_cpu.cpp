@@ -76,14 +76,18 @@ VX_VEC_INLINE __m256i bf16_codes(V v) {
 
 VX_VEC_INLINE V bf16_widen(__m256i codes) { return floats(vslli<16>(widen16(codes))); }
 
+// bf16_bits without the NaN lanes and without clearing the low halves: fewer steps.
+VX_VEC_INLINE VI bf16_bits_nonan(V v) {
+  const VI u = bits(v);
+  return vadd(u, vadd(vand(vsrli<16>(u), iset1(1)), iset1(0x7fff)));
+}
+
 // The value v takes once stored in dtype T (a rounding point of the contract). NO_NAN: the
 // caller knows no lane is NaN (a lane that is inf is fine), which spares bf16's NaN test.
 template <typename T, bool NO_NAN = false> VX_VEC_INLINE V vround(V v) {
   if constexpr (std::is_same_v<T, bf16_t>) {
-    if constexpr (NO_NAN) {  // bf16_bits without the NaN lanes: fewer steps than either below
-      const VI u = bits(v);
-      const VI r = vadd(u, vadd(vand(vsrli<16>(u), iset1(1)), iset1(0x7fff)));
-      return floats(vand(r, iset1(static_cast<int>(0xffff0000u))));
+    if constexpr (NO_NAN) {
+      return floats(vand(bf16_bits_nonan(v), iset1(static_cast<int>(0xffff0000u))));
     }
 #ifdef __AVX512BF16__
     return bf16_widen(bf16_codes(v));
@@ -113,6 +117,27 @@ template <typename T> VX_VEC_INLINE void vstore_exact(T* p, V v, Tail m) {
     store_u16(p, m, narrow16(vsrli<16>(bits(v))));
   } else {
     vstore<T>(p, v, m);
+  }
+}
+
+// Store v rounded to T (NO_NAN: no lane is NaN, which spares bf16's NaN test), and give
+// the rounded value (unused, it costs nothing more than the store).
+template <typename T, bool NO_NAN> VX_VEC_INLINE V vstore_rounded(T* p, V v, Tail m) {
+  if constexpr (std::is_same_v<T, bf16_t> && NO_NAN) {
+    const VI r = bf16_bits_nonan(v);  // the codes in the high halves
+    store_u16(p, m, narrow16(vsrli<16>(r)));
+    return floats(vand(r, iset1(static_cast<int>(0xffff0000u))));
+  } else if constexpr (std::is_same_v<T, bf16_t>) {
+    const __m256i c = bf16_codes(v);
+    store_u16(p, m, c);
+    return bf16_widen(c);
+  } else if constexpr (std::is_same_v<T, f16_t>) {
+    const __m256i c = f16_codes(v);
+    store_u16(p, m, c);
+    return from_f16(c);
+  } else {
+    store_f32(p, m, v);
+    return v;
   }
 }
 
@@ -147,12 +172,12 @@ template <bool FNUZ> VX_VEC_INLINE __m128i e4m3_codes(V v) {
   return narrow8(code);
 }
 
-// vx_float_to_int8: NaN gives 0; round half to even; saturate to [-128, 127] (clamping
-// first is the same, the bounds being integers, and keeps the conversion in range).
+// vx_float_to_int8: NaN gives 0; round half to even; saturate to [-128, 127]. Clamped
+// above first (an integer bound: the same), so that the conversion gives INT_MIN (the
+// value it gives out of range) only below -2^31, which the saturating narrowing makes -128
+// as it makes any value below -128.
 VX_VEC_INLINE __m128i int8_codes(V v) {
-  v = vselect(is_nan(v), vzero(), v);
-  v = vmin(vmax(v, vset1(-128.f)), vset1(127.f));
-  return narrow8(vcvt_i32(v));
+  return narrow8_sat(vcvt_i32(vmin(zero_nan(v), vset1(127.f))));
 }
 
 // e^v to about 1 ulp: 2^n * e^r with |r| <= ln2 / 2; scalef gives inf / 0 past the range.
@@ -297,11 +322,19 @@ template <typename Src> float absmax(const Src& src, int64_t b, int64_t e) {
 
 // --- one row ------------------------------------------------------------------------------
 
-template <typename W, bool NO_NAN>
-VX_VEC_INLINE V apply_weight(V y, const void* weight, int64_t i, Tail m) {
-  // y.to(weight.dtype) * weight, rounded to the weight's dtype
-  const V w = vload<W>(static_cast<const W*>(weight) + i, m);
-  return vround<W, NO_NAN>(vmul(vround<W, NO_NAN>(y), w));
+// A norm's weight: its values widened to f32 once per launch where a launch has rows enough
+// to repay it (else null), and whether they are all finite (all_finite).
+struct NormWeight {
+  const float* f32;
+  bool finite;
+};
+
+// y.to(weight.dtype) * weight, before the product's rounding: to the weight's dtype, then
+// to T, which is one rounding to T (the weight's dtype is T or f32). W32: read weight_f32.
+template <typename W, bool NO_NAN, bool W32>
+VX_VEC_INLINE V weighted(V y, const void* weight, const float* weight_f32, int64_t i, Tail m) {
+  const V w = W32 ? load_f32(weight_f32 + i, m) : vload<W>(static_cast<const W*>(weight) + i, m);
+  return vmul(vround<W, NO_NAN>(y), w);
 }
 
 // Whether the H values of a weight are all finite: with a finite y = x * rsqrt(var + eps),
@@ -317,11 +350,27 @@ template <typename W> bool all_finite(const void* weight, int64_t H) {
   return !any_lane(bad);
 }
 
+// The norm's second pass over a row: its f32 input (buf) times inv, times the weight (if
+// any), rounded to T into out, or (out null: a quant follows) back into buf. NO_NAN: no
+// lane is NaN; W32: the weight is read widened (weight_f32).
+template <typename T, typename W, bool NO_NAN, bool W32>
+void normalize(T* out, float* buf, int64_t H, float inv_s, const void* weight,
+               const float* weight_f32) {
+  const V inv = vset1(inv_s);
+  for (int64_t j = 0; j < H; j += L) {
+    const Tail m = lanes(H - j);
+    V y = vmul(load_f32(buf + j, m), inv);
+    if (weight != nullptr) y = weighted<W, NO_NAN, W32>(y, weight, weight_f32, j, m);
+    if (out != nullptr) vstore_rounded<T, NO_NAN>(out + j, y, m);
+    else store_f32(buf + j, m, vround<T, NO_NAN>(y));
+  }
+}
+
 // The producer's values of `row`, rounded to T as the contract materializes them, into buf
 // (or, with SCHEME == S_NONE, straight into out). Writes residual_out for the fused add.
-// weight_finite: all_finite of the norm's weight (read by the norms only).
+// nw: the norm's weight (read by the norms only).
 template <typename T, typename W, int PROD, int SCHEME>
-void produce(const Params& p, int64_t row, float* buf, bool weight_finite) {
+void produce(const Params& p, int64_t row, float* buf, const NormWeight& nw) {
   const int64_t H = p.hidden;
   const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
   T* out = SCHEME == S_NONE ? static_cast<T*>(p.out) + row * p.out_stride : nullptr;
@@ -354,8 +403,7 @@ void produce(const Params& p, int64_t row, float* buf, bool weight_finite) {
         s = vadd(s, vload<T>(r + i, m));
         // No NaN test: a NaN sum of two bf16 values (a NaN operand's, quieted, or inf - inf's
         // default NaN) has its low 16 bits zero, which the integer rounding keeps as they are.
-        const V rounded = vround<T, true>(s);
-        vstore_exact<T>(r_out + i, rounded, m);
+        const V rounded = vstore_rounded<T, true>(r_out + i, s, m);
         if (p.rounded_sum) s = rounded;
       }
       store_f32(buf + i, m, s);
@@ -375,27 +423,18 @@ void produce(const Params& p, int64_t row, float* buf, bool weight_finite) {
     for (i = vs; i < H; i += L) input(i, lanes(H - i));  // past variance_size
     const float var = hsum(vadd(acc0, acc1)) / static_cast<float>(vs);
     const float inv_s = 1.0f / sqrtf(var + p.eps);  // torch.rsqrt: 1 / sqrt
-    const V inv = vset1(inv_s);
-    auto normalize = [&](auto no_nan) {
-      constexpr bool kNoNan = decltype(no_nan)::value;
-      for (int64_t j = 0; j < H; j += L) {
-        const Tail m = lanes(H - j);
-        V y = vmul(load_f32(buf + j, m), inv);
-        if (p.weight != nullptr) {
-          y = apply_weight<W, kNoNan>(y, p.weight, j, m);
-          if constexpr (!std::is_same_v<W, T>) y = vround<T, kNoNan>(y);  // else a T value
-        } else {
-          y = vround<T, kNoNan>(y);
-        }
-        if constexpr (SCHEME == S_NONE) vstore_exact<T>(out + j, y, m);
-        else store_f32(buf + j, m, y);
-      }
-    };
     // A finite variance over the whole row makes every input finite and |y| <= sqrt(H); a
     // finite weight then gives no NaN (a product may overflow to inf, which rounds alike).
-    if (vs == H && std::isfinite(var) && std::isfinite(inv_s) && weight_finite)
-      normalize(std::true_type{});
-    else normalize(std::false_type{});
+    const bool no_nan = vs == H && std::isfinite(var) && std::isfinite(inv_s) && nw.finite;
+    T* const dst = SCHEME == S_NONE ? out : nullptr;
+    const void* const w = p.weight;
+    if (no_nan) {
+      if (nw.f32 != nullptr) normalize<T, W, true, true>(dst, buf, H, inv_s, w, nw.f32);
+      else normalize<T, W, true, false>(dst, buf, H, inv_s, w, nullptr);
+    } else {
+      if (nw.f32 != nullptr) normalize<T, W, false, true>(dst, buf, H, inv_s, w, nw.f32);
+      else normalize<T, W, false, false>(dst, buf, H, inv_s, w, nullptr);
+    }
   }
 }
 
@@ -508,37 +547,59 @@ void quantize_row(const Params& p, int64_t row, const Src& src, const float* buf
 // One row: the producer's values into buf, then (SCHEME != S_NONE) their quant. An unfused
 // quant reads x in place, save for a variant that goes element by element.
 template <typename T, typename W, int PROD, int SCHEME, bool VAR>
-void row_kernel_cpu(const Params& p, int64_t row, float* buf, bool weight_finite) {
+void row_kernel_cpu(const Params& p, int64_t row, float* buf, const NormWeight& nw) {
   if constexpr (PROD == P_IDENTITY && SCHEME != S_NONE) {
     if (!VAR || recip_only(p.variant)) {
       const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
       return quantize_row<SCHEME, VAR>(p, row, FromInput<T>{x}, nullptr);
     }
   }
-  produce<T, W, PROD, SCHEME>(p, row, buf, weight_finite);
+  produce<T, W, PROD, SCHEME>(p, row, buf, nw);
   if constexpr (SCHEME != S_NONE) quantize_row<SCHEME, VAR>(p, row, FromBuffer{buf}, buf);
 }
 
 // Rows in parallel on torch's OpenMP pool; small problems stay on the calling thread (a
 // parallel region costs more than a row of a few thousand values).
 constexpr int64_t kParallelMin = 32 * 1024;
+// A norm widens a 16-bit weight to f32 once for this many rows or more (fewer: per row).
+constexpr int64_t kWidenRows = 4;
 
 template <typename F> void for_rows(int64_t rows, int64_t hidden, F&& f) {
-  const bool par = rows > 1 && rows * hidden >= kParallelMin && omp_get_max_threads() > 1;
-#pragma omp parallel if (par)
-  {
+  const auto row_buffer = [hidden] {
     thread_local std::vector<float> buf;
     if (buf.size() < static_cast<size_t>(hidden)) buf.resize(hidden);
+    return buf.data();
+  };
+  if (rows <= 1 || rows * hidden < kParallelMin || omp_get_max_threads() <= 1) {
+    // Not even a team of one: entering a parallel region costs more than a short row.
+    float* const buf = row_buffer();
+    for (int64_t r = 0; r < rows; ++r) f(r, buf);
+    return;
+  }
+#pragma omp parallel
+  {
+    float* const buf = row_buffer();
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) f(r, buf.data());
+    for (int64_t r = 0; r < rows; ++r) f(r, buf);
   }
 }
 
 template <typename T, typename W, int PROD, int SCHEME, bool VAR>
 int launch(const Params& p) {
-  const bool wf = (PROD == P_RMS_NORM || PROD == P_ADD_RMS_NORM) && all_finite<W>(p.weight, p.hidden);
+  constexpr bool kNorm = PROD == P_RMS_NORM || PROD == P_ADD_RMS_NORM;
+  NormWeight nw = {nullptr, kNorm && all_finite<W>(p.weight, p.hidden)};
+  std::vector<float> w32;
+  if (kNorm && !std::is_same_v<W, float> && p.weight != nullptr && p.rows >= kWidenRows) {
+    w32.resize(p.hidden);
+    const W* w = static_cast<const W*>(p.weight);
+    for (int64_t i = 0; i < p.hidden; i += L) {
+      const Tail m = lanes(p.hidden - i);
+      store_f32(w32.data() + i, m, vload<W>(w + i, m));
+    }
+    nw.f32 = w32.data();
+  }
   for_rows(p.rows, p.hidden, [&](int64_t r, float* buf) {
-    row_kernel_cpu<T, W, PROD, SCHEME, VAR>(p, r, buf, wf);
+    row_kernel_cpu<T, W, PROD, SCHEME, VAR>(p, r, buf, nw);
   });
   return 0;
 }

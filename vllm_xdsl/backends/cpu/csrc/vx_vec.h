@@ -2,7 +2,7 @@
 // (Pred), a row tail (Tail: the first n lanes of a load or store), 16 16-bit codes in an
 // __m256i and 16 8-bit codes in an __m128i, on whichever of two instruction sets the
 // compiler targets (-march=native):
-// - AVX-512 F/BW/VL: one register per vector, the mask registers for predicates and tails;
+// - AVX-512 F/BW/VL/DQ: one register per vector, the mask registers for predicates and tails;
 // - AVX2 + FMA + F16C: two __m256 halves (lanes 0-7, 8-15), all-ones lanes for predicates, a
 //   lane count for tails (a full vector loads and stores directly, a tail through a zeroed
 //   stack buffer, as a masked load zeroes the lanes it skips).
@@ -28,7 +28,7 @@ inline float hsum8(__m256 t) {
 
 constexpr int kToNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
 
 #define VX_VEC_INLINE
 
@@ -83,6 +83,7 @@ inline VI vcvt_i32(V a) { return _mm512_cvtps_epi32(a); }  // the current (neare
 inline V maskz(Tail t, V a) { return _mm512_maskz_mov_ps(t, a); }  // 0 past the tail
 inline V vselect(Pred p, V a, V b) { return _mm512_mask_mov_ps(b, p, a); }  // p ? a : b
 inline Pred is_nan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+inline V zero_nan(V a) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, a, _CMP_ORD_Q), a); }
 inline Pred is_special(V a) { return _mm512_fpclass_ps_mask(a, 0x9f); }  // NaN, inf or ±0
 inline Pred pnone() { return 0; }
 inline Pred por(Pred a, Pred b) { return a | b; }
@@ -105,9 +106,11 @@ inline Pred vcmplt_u32(VI a, VI b) { return _mm512_cmplt_epu32_mask(a, b); }
 inline Pred vcmpeq(VI a, VI b) { return _mm512_cmpeq_epi32_mask(a, b); }
 inline VI vselect(Pred p, VI a, VI b) { return _mm512_mask_mov_epi32(b, p, a); }
 
-// The low 16 / 8 bits of each lane, and 16-bit codes zero-extended.
+// Lanes that fit in 16 / 8 bits, unsigned (codes), narrowed; lanes saturated to int8;
+// 16-bit codes zero-extended.
 inline __m256i narrow16(VI a) { return _mm512_cvtepi32_epi16(a); }
 inline __m128i narrow8(VI a) { return _mm512_cvtepi32_epi8(a); }
+inline __m128i narrow8_sat(VI a) { return _mm512_cvtsepi32_epi8(a); }
 inline VI widen16(__m256i c) { return _mm512_cvtepu16_epi32(c); }
 inline __m256i f16_codes(V a) { return _mm512_cvtps_ph(a, kToNearest); }
 inline V from_f16(__m256i c) { return _mm512_cvtph_ps(c); }
@@ -194,6 +197,10 @@ inline V maskz(Tail t, V a) {
 inline Pred is_nan(V a) {
   return {_mm256_cmp_ps(a.lo, a.lo, _CMP_UNORD_Q), _mm256_cmp_ps(a.hi, a.hi, _CMP_UNORD_Q)};
 }
+inline V zero_nan(V a) {
+  return {_mm256_and_ps(a.lo, _mm256_cmp_ps(a.lo, a.lo, _CMP_ORD_Q)),
+          _mm256_and_ps(a.hi, _mm256_cmp_ps(a.hi, a.hi, _CMP_ORD_Q))};
+}
 inline Pred pnone() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
 inline Pred por(Pred a, Pred b) { return {_mm256_or_ps(a.lo, b.lo), _mm256_or_ps(a.hi, b.hi)}; }
 inline bool any_lane(Pred p) { return _mm256_movemask_ps(_mm256_or_ps(p.lo, p.hi)) != 0; }
@@ -250,19 +257,20 @@ inline V vscalef(V p, V n) {
   return r;
 }
 
-// The low 16 / 8 bits of each lane (masked, so the saturating packs keep them), and 16-bit
-// codes zero-extended. A 256-bit pack interleaves its sources by 128-bit lane: the permute
-// puts the halves back in order.
+// Lanes that fit in 16 / 8 bits, unsigned (codes), narrowed by the saturating packs, which
+// keep them as they are; lanes saturated to int8 (the signed packs); 16-bit codes
+// zero-extended. A 256-bit pack interleaves its sources by 128-bit lane: the permute puts
+// the halves back in order.
 inline __m256i narrow16(VI a) {
-  const __m256i m = _mm256_set1_epi32(0xffff);
-  const __m256i w = _mm256_packus_epi32(_mm256_and_si256(a.lo, m), _mm256_and_si256(a.hi, m));
-  return _mm256_permute4x64_epi64(w, 0xd8);
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(a.lo, a.hi), 0xd8);
 }
 inline __m128i narrow8(VI a) {
-  const __m256i m = _mm256_set1_epi32(0xff);
-  const __m256i w = _mm256_permute4x64_epi64(
-      _mm256_packus_epi32(_mm256_and_si256(a.lo, m), _mm256_and_si256(a.hi, m)), 0xd8);
+  const __m256i w = narrow16(a);
   return _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+}
+inline __m128i narrow8_sat(VI a) {
+  const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a.lo, a.hi), 0xd8);
+  return _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
 }
 inline VI widen16(__m256i c) {
   return {_mm256_cvtepu16_epi32(_mm256_castsi256_si128(c)),
@@ -277,7 +285,7 @@ inline V from_f16(__m256i c) {
 }
 
 #else
-#error "the cpu kernels need AVX2, FMA and F16C (or AVX-512 F, BW, VL): -march=native on such a CPU"
+#error "the cpu kernels need AVX2, FMA and F16C (or AVX-512 F, BW, VL, DQ): -march=native"
 #endif
 
 }  // namespace vx::vec
