@@ -428,13 +428,15 @@ void produce(const Params& p, int64_t row, float* buf, const NormWeight& nw) {
     const bool no_nan = vs == H && std::isfinite(var) && std::isfinite(inv_s) && nw.finite;
     T* const dst = SCHEME == S_NONE ? out : nullptr;
     const void* const w = p.weight;
-    if (no_nan) {
-      if (nw.f32 != nullptr) normalize<T, W, true, true>(dst, buf, H, inv_s, w, nw.f32);
-      else normalize<T, W, true, false>(dst, buf, H, inv_s, w, nullptr);
-    } else {
-      if (nw.f32 != nullptr) normalize<T, W, false, true>(dst, buf, H, inv_s, w, nw.f32);
-      else normalize<T, W, false, false>(dst, buf, H, inv_s, w, nullptr);
+    if constexpr (!std::is_same_v<W, float>) {  // an f32 weight is never widened
+      if (nw.f32 != nullptr) {
+        if (no_nan) normalize<T, W, true, true>(dst, buf, H, inv_s, w, nw.f32);
+        else normalize<T, W, false, true>(dst, buf, H, inv_s, w, nw.f32);
+        return;
+      }
     }
+    if (no_nan) normalize<T, W, true, false>(dst, buf, H, inv_s, w, nullptr);
+    else normalize<T, W, false, false>(dst, buf, H, inv_s, w, nullptr);
   }
 }
 
