@@ -121,7 +121,7 @@ template <typename T> VX_VEC_INLINE void vstore_exact(T* p, V v, Tail m) {
 }
 
 // Store v rounded to T (NO_NAN: no lane is NaN, which spares bf16's NaN test), and give
-// the rounded value (unused, it costs nothing more than the store).
+// the rounded value (a caller that drops it pays nothing for it: the steps are inlined).
 template <typename T, bool NO_NAN> VX_VEC_INLINE V vstore_rounded(T* p, V v, Tail m) {
   if constexpr (std::is_same_v<T, bf16_t> && NO_NAN) {
     const VI r = bf16_bits_nonan(v);  // the codes in the high halves
