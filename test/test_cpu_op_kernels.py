@@ -13,16 +13,18 @@ bit. Where this CPU runs the cpu provider, the provider's own ops are checked th
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
-from helpers.cuda_emulated import build_kernels
+from helpers.cuda_emulated import build_kernels, require_cxx
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.cpu import op_library
 from vllm_xdsl.backends.cpu.host import host_problem
+from vllm_xdsl.backends.cuda import build as B
 from vllm_xdsl.backends.cuda.build import ToolchainMissing
 from vllm_xdsl.backends.cuda.kernels import Kernels
 from vllm_xdsl.backends.cuda.torch_ops import define
@@ -257,6 +259,29 @@ def test_missing_torch_headers_are_a_one_line_reason(tmp_path: Any,
     assert "\n" not in problem
     with pytest.raises(ToolchainMissing, match="headers are missing"):
         op_library.build_op_library(tmp_path / "vx_cpu.so")
+
+
+def test_the_operator_kernels_compile_once_without_the_kernel_library(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator kernels compile to an object that reads nothing of the kernel library,
+    so that a first call builds it beside that library (kernels._host_library); the object
+    is cached, and another kernel library only links it again."""
+    require_cxx()
+    monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path))
+    commands: list[list[str]] = []
+
+    def record(cmd: list[str], vendor: str, log: Path) -> None:
+        commands.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")  # what the compiler would write
+
+    monkeypatch.setattr(B, "_run_compiler", record)
+    built = [op_library.build_op_library(tmp_path / name) for name in ("vx_a.so", "vx_b.so")]
+    compiles = [c for c in commands if "-c" in c]
+    links = [c for c in commands if "-c" not in c]
+    assert len(compiles) == 1 and len(links) == 2 and built[0] != built[1]
+    assert not any("vx_a" in arg or "vx_b" in arg for arg in compiles[0])
+    assert [any(f"-l:{name}" == arg for arg in link) for link, name in
+            zip(links, ("vx_a.so", "vx_b.so"), strict=True)] == [True, True]
 
 
 @pytest.mark.skipif(host_problem() is not None, reason=str(host_problem()))

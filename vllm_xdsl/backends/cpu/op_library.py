@@ -68,43 +68,65 @@ def _defines(namespace: str) -> list[str]:
             *(f"-DVX_{k}={v!r}f" for k, v in maxima.items())]
 
 
-def compile_command(compiler: str, kernels: Path, namespace: str, out: Path) -> list[str]:
+def compile_command(compiler: str, namespace: str, out: Path) -> list[str]:
+    """The operator kernels compiled to an object: nothing of the kernel library is read, so
+    this runs while that library builds (prepare_object)."""
+    abi = int(torch.compiled_with_cxx11_abi())
+    return [compiler, "-std=c++17", "-O2", "-c", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+            *_defines(namespace), "-isystem", str(TORCH_DIR / "include"),
+            "-I", str(B.CPU_CSRC), str(SOURCE), "-o", str(out)]
+
+
+def link_command(compiler: str, obj: Path, kernels: Path, out: Path) -> list[str]:
     """Linked against `kernels` by file name, found beside the result ($ORIGIN: both live in
     the cache directory); torch's libraries are the ones the process has loaded."""
     lib = TORCH_DIR / "lib"
-    abi = int(torch.compiled_with_cxx11_abi())
-    return [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
-            *_defines(namespace), "-isystem", str(TORCH_DIR / "include"),
-            "-I", str(B.CPU_CSRC), str(SOURCE), "-o", str(out),
+    return [compiler, "-shared", str(obj), "-o", str(out),
             f"-L{kernels.parent}", f"-l:{kernels.name}", "-Wl,-rpath,$ORIGIN",
             f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
 
 
-def cache_key(kernels: Path, namespace: str) -> str:
+def cache_key(namespace: str) -> str:
     h = hashlib.sha256()
     for path in (SOURCE, B.CPU_CSRC / "vx_launchers.h"):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     h.update(B.compiler_version("cpu").encode() + torch.__version__.encode())
-    h.update("\0".join(compile_command("CC", kernels, namespace, Path("OUT"))).encode())
+    h.update("\0".join(compile_command("CC", namespace, Path("OUT"))).encode())
     return h.hexdigest()[:20]
+
+
+def prepare_object(namespace: str = NAMESPACE) -> Path:
+    """The compiled operator kernels (an object in the cache directory), built now unless the
+    cache has them; ToolchainMissing / BuildError else."""
+    problem = torch_headers_problem()
+    if problem is not None:
+        raise B.ToolchainMissing(problem)
+    compiler = B.find_compiler("cpu")
+    try:
+        root = user_cache.ensure_cache_dir()
+    except user_cache.CacheDirError as e:
+        raise B.BuildError(str(e)) from None
+    out = root / f"vx_ops_{namespace}_{cache_key(namespace)}.o"
+    if out.exists():
+        return out
+    try:
+        return B.build_cached(out, lambda tmp: compile_command(compiler, namespace, tmp), "cpu")
+    except OSError as e:
+        raise B.BuildError(user_cache.unusable(root, e)) from None
 
 
 def build_op_library(kernels: Path, namespace: str = NAMESPACE) -> Path:
     """The operator library over the kernel library `kernels` (which must be in the cache
     directory), built now unless the cache has it; ToolchainMissing / BuildError else."""
-    problem = torch_headers_problem()
-    if problem is not None:
-        raise B.ToolchainMissing(problem)
-    compiler = B.find_compiler("cpu")
-    root = kernels.parent  # the cache directory the kernel library was built into
-    out = root / f"vx_ops_{namespace}_{kernels.stem}_{cache_key(kernels, namespace)}.so"
+    obj = prepare_object(namespace)
+    out = kernels.parent / f"{obj.stem}_{kernels.stem}.so"
     if out.exists():
         return out
+    compiler = B.find_compiler("cpu")
     try:
-        return B.build_cached(out, lambda tmp: compile_command(compiler, kernels, namespace, tmp),
-                              "cpu")
+        return B.build_cached(out, lambda tmp: link_command(compiler, obj, kernels, tmp), "cpu")
     except OSError as e:
-        raise B.BuildError(user_cache.unusable(root, e)) from None
+        raise B.BuildError(user_cache.unusable(kernels.parent, e)) from None
 
 
 @functools.cache

@@ -10,6 +10,7 @@ the annotations of these functions.
 """
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -309,8 +310,13 @@ def _host_library() -> L.KernelLibrary:
     """The cpu kernel library, and its torch operator kernels loaded beside it: from the
     next call on, the cpu torch ops run in C++ (backends/cpu/op_library.py)."""
     from vllm_xdsl.backends.cpu.host import isa_key
-    from vllm_xdsl.backends.cpu.op_library import load_op_library
+    from vllm_xdsl.backends.cpu.op_library import load_op_library, prepare_object
 
-    lib = _library("cpu", (isa_key(),))
+    # The operator kernels compile beside the kernel library (neither reads the other until
+    # the link): on a fresh cache, a first call waits for the longer build, not the sum.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ops_object = pool.submit(prepare_object)
+        lib = _library("cpu", (isa_key(),))
+        ops_object.result()
     load_op_library(lib.path)
     return lib
