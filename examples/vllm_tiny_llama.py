@@ -41,9 +41,11 @@ def write_checkpoint(directory: Path) -> Path:
 
 def generate(checkpoint: Path, way: str, cache: Path) -> list[list[int]]:
     """Greedy tokens of one fresh engine for two token-id prompts."""
-    # Fresh compile caches per engine (read when the engine starts).
-    os.environ["VLLM_CACHE_ROOT"] = str(cache / way / "vllm")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache / way / "inductor")
+    # Fresh compile caches per engine (read when the engine starts). No space in their
+    # paths: Inductor's g++ command line does not quote them.
+    cache = cache / way.replace(" ", "-")
+    os.environ["VLLM_CACHE_ROOT"] = str(cache / "vllm")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
 
     from vllm import LLM, SamplingParams, TokensPrompt
 

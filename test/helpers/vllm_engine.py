@@ -76,10 +76,12 @@ def _post_grad_pass() -> dict[str, Any]:
 
 
 def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900,
-               log: Path | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+               log: Path | None = None, env: dict[str, str] | None = None,
+               kernel_cache: Path | None = None) -> dict[str, Any]:
     """Start one engine in a child process (fresh caches, `env` added to its environment)
     and return its RESULT, or {"error": ...} naming the exit status and the last line it
-    printed."""
+    printed. `kernel_cache`: our cache directory (built kernels, keyed by their source), to
+    share between starts that do not time a first build; by default a fresh one."""
     if way not in ALL_WAYS:
         raise ValueError(f"unknown way {way!r}; known: {', '.join(ALL_WAYS)}")
     with tempfile.TemporaryDirectory(prefix=f"vllm-engine-{way}-") as tmp:
@@ -87,7 +89,7 @@ def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900
         checked = {"VLLM_USE_AOT_COMPILE": "0"} if way == CHECKED else {}
         child_env = {**os.environ, **(env or {}), **checked, "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
                "VLLM_CACHE_ROOT": f"{tmp}/vllm", "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor",
-               "VLLM_XDSL_CACHE_DIR": f"{tmp}/xdsl"}
+               "VLLM_XDSL_CACHE_DIR": str(kernel_cache or f"{tmp}/xdsl")}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--checkpoint", str(checkpoint),
                "--way", way, "--tokens", str(tokens)]
         try:

@@ -44,7 +44,9 @@ def vllm_engine(tmp_path_factory: pytest.TempPathFactory) -> EngineRun:
             checkpoint = write_checkpoint(model, root / "checkpoints" / model)
             env = {**engine_env(model),
                    **({} if priority is None else {"VLLM_XDSL_PRIORITY": priority})}
-            done[key] = run_engine(checkpoint, way, env=env,
+            # One kernel cache for the session (its entries are keyed by their source): a
+            # fresh one per start would build the cpu kernel library in each that uses it.
+            done[key] = run_engine(checkpoint, way, env=env, kernel_cache=root / "xdsl",
                                    log=root / "logs" / f"{model}-{key[1]}.log")
         return done[key]
 

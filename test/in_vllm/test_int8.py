@@ -143,7 +143,7 @@ def test_every_call_computes_the_traced_graphs_values(vllm_engine: Any, model: s
     there is at most one. (Lowered to the cpu kernels instead, a norm may sum its variance
     in another order, which the contract allows: measured, 2 of the 1904 values of the
     static model's prefill differ; bench/RESULTS.md.)"""
-    ours = _checked(vllm_engine, model, CHECKED)
+    ours = _checked(vllm_engine, model, CHECKED, "native")
     for graph in ours["graphs"]:
         assert graph["sites"]["quant"] == int8_quant_sites(model), graph
         assert graph["sites"]["pairs"] == 3 * COMMON["num_hidden_layers"], graph

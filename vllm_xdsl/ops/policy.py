@@ -26,9 +26,11 @@ AUTO = "auto"
 PLATFORM_DEFAULTS: dict[str, tuple[str, ...]] = {
     "cuda": ("cuda", "triton", "native"),
     "rocm": ("rocm", "triton", "native"),
-    # Not yet the host build of the kernels (provider `cpu`, opt-in by priority or `auto`):
-    # bench/cpu_kernels.py has not shown it faster than the natives under Inductor on a
-    # quiet machine (bench/RESULTS.md).
+    # The host build of the kernels (provider `cpu`) is opt-in, by priority or `auto`: its
+    # kernels beat Inductor's code for the natives (bench/RESULTS.md), but a first use
+    # builds them (about 17 s), a whole model gains nothing measurable where the GEMMs take
+    # 97-99 % of a step, and f32 models would no longer equal eager torch bit for bit
+    # (bench/RESULTS.md, "Target cpu's default priority, tried").
     "cpu": ("native",),
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*!?\Z")

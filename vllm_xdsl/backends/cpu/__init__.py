@@ -1,5 +1,5 @@
 """Provider `cpu`: the CUDA backend's kernel family compiled for the host CPU (opt-in:
-target cpu's default priority stays native until bench/cpu_kernels.py shows it faster).
+target cpu's default priority stays native, for the reasons policy.PLATFORM_DEFAULTS gives).
 
 One library (csrc/vx_cpu.cpp) implements the extern "C" launchers of
 backends/cuda/csrc/vx_kernels.cu with SIMD row kernels (AVX-512, or AVX2 + FMA + F16C with
