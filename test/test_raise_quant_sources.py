@@ -4,7 +4,8 @@ quant site is raised (as its exact variant, docs/OPS.md "Variants") and the comp
 output equals eager bit for bit.
 
 - compressed-tensors 0.20 presets FP8, FP8_DYNAMIC, W8A8 and FP8_BLOCK on a tiny
-  random-config transformers Llama, with static shapes and with `dynamic=True`. Stock
+  random-config transformers Llama of two layers, with static shapes (`dynamic=True`, and
+  its variants against static shapes': the corpus, test_corpus.py). Stock
   compressed-tensors breaks the graph at every Linear (`patch_attr`), so each quantized
   Linear's forward here calls compressed-tensors' own `forward_quantize` on its input and
   then `F.linear`.
@@ -168,46 +169,6 @@ def test_compressed_tensors_fp8_block(provider: str, tmp_path: Path,
     if provider == "triton":
         report = "".join(f.read_text() for f in tmp_path.glob("*/dispatch-report.txt"))
         assert report.count("-> triton") == 14, report
-
-
-_VARIANT = re.compile(r"variant = (#vllm\.quant_variant<[^>]*>)")
-
-
-def _variants(tmp_path: Path) -> list[str]:
-    """The quant variants after raise-native, in graph order."""
-    return [v for f in sorted(tmp_path.glob("*/01-raise-native.mlir"))
-            for v in _VARIANT.findall(f.read_text())]
-
-
-@pytest.mark.parametrize("preset, op", [
-    ("FP8", "vllm.static_scaled_fp8_quant"),
-    ("FP8_DYNAMIC", "vllm.dynamic_per_token_scaled_fp8_quant"),
-    ("W8A8", "vllm.dynamic_per_token_scaled_int8_quant"),
-    ("FP8_BLOCK", "vllm.per_token_group_fp8_quant"),
-])
-def test_compressed_tensors_presets_dynamic_true(preset: str, op: str, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """Under `torch.compile(dynamic=True)` Dynamo no longer specializes float attributes:
-    compressed-tensors' fp8 range `torch.tensor(FP8_E4M3_DATA.max)` (a float of a global)
-    reaches the aten graph as `aten.scalar_tensor(448.0)` instead of a lifted constant, and
-    the norms' epsilons as graph inputs. Every quant is still raised, onto the variant the
-    static-shape compile of the same model raises it to, and fused as there, bit-exact.
-    (W8A8's int8 range, `torch.tensor(2.0 ** num_bits / 2 - 1)` of an int field, stays a
-    lifted constant: that preset is here so that all four stay covered.)"""
-    hidden, intermediate = (128, 256) if preset == "FP8_BLOCK" else (64, 128)
-    model, sites = _ct_llama(preset, hidden, intermediate)
-    ids = torch.randint(0, 128, (1, 7), generator=torch.Generator().manual_seed(0))
-    static_dir, dynamic_dir = tmp_path / "static", tmp_path / "dynamic"
-    _compiled_ops(model, (ids,), static_dir, monkeypatch)
-    raised, fused, same = _compiled_ops(model, (ids,), dynamic_dir, monkeypatch, dynamic=True)
-    assert raised == {op: sites, "vllm.rms_norm": 1, "vllm.fused_add_rms_norm": 4,
-                      "vllm.silu_and_mul": 2}, raised
-    assert fused.get("vllm.rms_norm_quant", 0) == 3, fused
-    assert fused.get("vllm.fused_add_rms_norm_quant", 0) == 7, fused
-    assert fused.get("vllm.silu_and_mul_quant", 0) == 2 and fused.get(op) == 2, fused
-    variants = _variants(dynamic_dir)
-    assert len(variants) == sites and variants == _variants(static_dir), variants
-    assert same
 
 
 class CTGroupQuant(torch.nn.Module):

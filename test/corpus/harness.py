@@ -4,7 +4,8 @@ Counts come from the pipeline's own records (`vllm_xdsl.compile.RESULTS`: op cou
 each pass, per compiled graph), never from printed IR. The aten graphs the backend
 received are kept (by wrapping `vllm_xdsl.compile.transform` for the duration) for the
 `sites.graph_sites` cross-check. A fallback is the backend's one warning on the
-`vllm_xdsl` logger.
+`vllm_xdsl` logger. The quant variants each graph was raised to are read off the module
+after raise-native (by wrapping `vllm_xdsl.pipeline.apply_pass` likewise).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch import nn
 from corpus import decomps
 from corpus.sites import Sites, graph_sites, raised_sites
 from vllm_xdsl import compile as backend
+from vllm_xdsl import pipeline
 from vllm_xdsl.ops.tolerance import contract_error
 
 # Whole-model tolerance of docs/OPS.md (a compiled model vs the same model in eager mode,
@@ -93,6 +95,9 @@ class Row:
     # Not bit-exact, but bit-exact once this decomposition (corpus.decomps.INEXACT) is not
     # applied: the difference is torch's decomposition, not the pipeline's.
     inexact_from: str | None = None
+    # The quant ops after raise-native with their variants (`op.name #vllm.quant_variant<..>`),
+    # graph by graph in compile order.
+    variants: list[str] = field(default_factory=list)
 
     def expectation(self) -> str:
         """The row as test/corpus/expected.py spells it."""
@@ -122,30 +127,50 @@ class _Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def _quant_variants(module: Any) -> list[str]:
+    return [f"{op.name} {op.properties['variant']}" for op in module.walk()
+            if "variant" in op.properties and op.name.endswith("_quant")]
+
+
+@dataclass
+class Recorded:
+    graphs: list[Sites] = field(default_factory=list)  # counted before the pipeline runs
+    warnings: list[str] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # in the pipeline, per graph
+    variants: list[str] = field(default_factory=list)  # after raise-native (Row.variants)
+
+
 @contextmanager
-def recording() -> Iterator[tuple[list[Sites], list[str], list[float]]]:
-    """While active: the sites of each aten graph handed to the pipeline (counted before
-    it runs), the backend's warnings, and the seconds spent in the pipeline per graph."""
-    graphs: list[Sites] = []
-    seconds: list[float] = []
+def recording() -> Iterator[Recorded]:
+    """While active: the sites of each aten graph handed to the pipeline, the backend's
+    warnings, the seconds spent in the pipeline and the quant variants raised."""
+    recorded = Recorded()
     original = backend.transform
+    original_apply = pipeline.apply_pass
+
+    def apply_pass(p: Any, ctx: Any, module: Any) -> Any:
+        report = original_apply(p, ctx, module)
+        if p.name == "raise-native":
+            recorded.variants += _quant_variants(module)
+        return report
 
     def transform(gm: torch.fx.GraphModule, options: Any, **kwargs: Any) -> torch.fx.GraphModule:
-        graphs.append(graph_sites([gm]))
+        recorded.graphs.append(graph_sites([gm]))
         start = time.perf_counter()
         try:
             return original(gm, options, **kwargs)
         finally:
-            seconds.append(time.perf_counter() - start)
+            recorded.seconds.append(time.perf_counter() - start)
 
     handler = _Warnings()
+    recorded.warnings = handler.messages
     logger = logging.getLogger("vllm_xdsl")
     logger.addHandler(handler)
-    backend.transform = transform
+    backend.transform, pipeline.apply_pass = transform, apply_pass
     try:
-        yield graphs, handler.messages, seconds
+        yield recorded
     finally:
-        backend.transform = original
+        backend.transform, pipeline.apply_pass = original, original_apply
         logger.removeHandler(handler)
 
 
@@ -213,7 +238,7 @@ def measure(case: Case) -> Row:
             if dim is not None:
                 torch._dynamo.mark_dynamic(arg, dim)
     mark = backend.RESULTS.count
-    with recording() as (graphs, warnings, pipeline), torch.no_grad():
+    with recording() as recorded, torch.no_grad():
         compiled = _compile(built.model, case.shapes, {"inner": "eager"})
         got = _outputs(compiled(*built.args))
         want = _outputs(built.model(*built.args))
@@ -225,6 +250,7 @@ def measure(case: Case) -> Row:
                                counts.get("fuse-norm-quant", Counter()))
     error, exact, problem = _compare(got, want, built.outputs, case.dtype)
     inexact_from = None if exact else _inexact_from(built, case.shapes, want)
-    return Row(case, built.sites, raised, sum(graphs, Sites()), built.graph_expected(),
-               len(graphs), list(warnings),
-               error, exact, problem, time.perf_counter() - start, sum(pipeline), inexact_from)
+    return Row(case, built.sites, raised, sum(recorded.graphs, Sites()), built.graph_expected(),
+               len(recorded.graphs), list(recorded.warnings), error, exact, problem,
+               time.perf_counter() - start, sum(recorded.seconds), inexact_from,
+               recorded.variants)
