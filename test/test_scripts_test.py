@@ -70,7 +70,8 @@ def run_script(tmp_path: Path, rcs: dict[str, int], *args: str, vllm_env: bool =
     return proc, log.read_text().splitlines() + vllm_log.read_text().splitlines()
 
 
-CALLS = ["python [-m] [pytest] [-q] [--ignore=test/in_vllm] [-k] [a b] [test/test_x.py]",
+CALLS = ["python [-m] [pytest] [-q] [-n] [auto] [--dist] [loadfile] [--ignore=test/in_vllm] "
+         "[-k] [a b] [test/test_x.py]",
          "lit [-sv] [test/filecheck]", "python [-m] [mypy]"]
 WORD = {True: "passed", False: "FAILED"}
 
