@@ -156,7 +156,9 @@ def main() -> None:
                 print(f"{'':14} {len(r['calls'])} calls compared, {len(differ)} differ: "
                       + "; ".join(f"call {c['call']}: {c['differ']} of {c['values']} values "
                                   f"(the reference against itself: "
-                                  f"{c['reference_differs_from_itself']})" for c in differ),
+                                  f"{c['reference_differs_from_itself']}"
+                                  f"{', no attention' if c['no_attention'] else ''})"
+                                  for c in differ),
                       flush=True)
             if r["ops"]:
                 print(f"{'':14} " + ", ".join(f"{k} {n}" for k, n in r["ops"].items()), flush=True)

@@ -2,10 +2,12 @@
 backend (the graph after our passes run eagerly: inner "eager"), and at every call the graph
 Dynamo traced first, run eagerly on copies of the inputs, then ours on the inputs
 themselves (so the engine goes on with our values). Each call's outputs are compared bit for
-bit (NaN equal to NaN) and recorded in CALLS. Where a call differs, the traced graph runs
-once more on fresh copies: a call whose reference differs from itself (measured: vLLM's profile
-run, the dummy first call) says nothing about our graph. Attention's KV cache then holds
-the reference's writes of that call.
+bit (NaN equal to NaN) and recorded in CALLS. Two kinds of call say nothing about our graph:
+one vLLM runs without attention metadata (its profile run, the dummy first call), where
+attention returns its output buffer unwritten, whatever that memory held
+(vllm/v1/attention/backends/cpu_attn.py): `no_attention`; and one whose reference differs
+from itself when the traced graph runs once more on fresh copies (done where a call
+differs). Attention's KV cache then holds the reference's writes of that call.
 
 vLLM resolves the backend by its qualified name (compilation mode 2, DYNAMO_TRACE_ONCE):
 `vllm_differential.differential_backend`, with this directory on the path and
@@ -42,6 +44,13 @@ def differing(a: Any, b: Any) -> int:
     return int((a != b).sum())
 
 
+def _without_attention() -> bool:
+    """Whether vLLM runs this call without attention metadata (a dummy run)."""
+    from vllm.forward_context import get_forward_context, is_forward_context_available
+
+    return is_forward_context_available() and get_forward_context().attn_metadata is None
+
+
 def differential_backend(gm: Any, example_inputs: list[Any]) -> Any:
     """Our backend (inner "eager"), its compiled graph checked against `gm` run eagerly."""
     import torch
@@ -61,7 +70,7 @@ def differential_backend(gm: Any, example_inputs: list[Any]) -> Any:
         counts = [differing(a, b) for a, b in zip(_tensors(out), reference, strict=True)]
         call: dict[str, Any] = {"call": len(CALLS), "outputs": len(counts),
                                 "values": sum(t.numel() for t in reference),
-                                "differ": sum(counts)}
+                                "differ": sum(counts), "no_attention": _without_attention()}
         if call["differ"]:
             again = _tensors(gm(*copies(args)))
             call["reference_differs_from_itself"] = sum(

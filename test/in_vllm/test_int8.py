@@ -138,9 +138,10 @@ def test_every_call_computes_the_traced_graphs_values(vllm_engine: Any, model: s
     """Through our backend with vLLM's custom ops off and the rest of the graph run eagerly,
     every call of the compiled graph (prefill and each decode step) gives the values of the
     graph vLLM traced, run eagerly on the same inputs, bit for bit: raising, fusing and
-    lowering to the natives change nothing that vLLM computes. A call whose reference
-    differs from itself (measured: vLLM's profile run) is not a comparison;
-    there is at most one. (Lowered to the cpu kernels instead, a norm may sum its variance
+    lowering to the natives change nothing that vLLM computes. A call vLLM runs without
+    attention metadata (its profile run: attention leaves its output unwritten, so the
+    values are whatever memory held) or whose reference differs from itself is not a
+    comparison; there is at most one. (Lowered to the cpu kernels instead, a norm may sum its variance
     in another order, which the contract allows: measured, 2 of the 1904 values of the
     static model's prefill differ; bench/RESULTS.md.)"""
     ours = _checked(vllm_engine, model, CHECKED, "native")
@@ -148,7 +149,8 @@ def test_every_call_computes_the_traced_graphs_values(vllm_engine: Any, model: s
         assert graph["sites"]["quant"] == int8_quant_sites(model), graph
         assert graph["sites"]["pairs"] == 3 * COMMON["num_hidden_layers"], graph
     calls = ours["checked_calls"]
-    compared = [c for c in calls if not c.get("reference_differs_from_itself")]
+    compared = [c for c in calls
+                if not c["no_attention"] and not c.get("reference_differs_from_itself")]
     assert len(calls) - len(compared) <= 1, calls
     assert len(compared) >= 8, calls  # the prefill and 7 decode steps at least
     assert [c for c in compared if c["differ"]] == [], calls
