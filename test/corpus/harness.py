@@ -95,8 +95,8 @@ class Row:
     # Not bit-exact, but bit-exact once this decomposition (corpus.decomps.INEXACT) is not
     # applied: the difference is torch's decomposition, not the pipeline's.
     inexact_from: str | None = None
-    # The quant ops after raise-native with their variants (`op.name #vllm.quant_variant<..>`),
-    # graph by graph in compile order.
+    # The quant ops after raise-native with their variants (`op.name #vllm.quant_variant<..>`
+    # or `op.name default`), graph by graph in compile order.
     variants: list[str] = field(default_factory=list)
 
     def expectation(self) -> str:
@@ -128,8 +128,9 @@ class _Warnings(logging.Handler):
 
 
 def _quant_variants(module: Any) -> list[str]:
-    return [f"{op.name} {op.properties['variant']}" for op in module.walk()
-            if "variant" in op.properties and op.name.endswith("_quant")]
+    """Each quant op's name and variant (absent: the default one, docs/OPS.md)."""
+    return [f"{op.name} {op.properties.get('variant', 'default')}" for op in module.walk()
+            if op.name.startswith("vllm.") and op.name.endswith("_quant")]
 
 
 @dataclass
