@@ -64,18 +64,28 @@ def _raises_quants(key: str) -> bool:
     return not EXPECTED[key].partition(" quant ")[2].startswith("0/")
 
 
+# Under dynamic=True vLLM's per-tensor form is raised as a static quant of the scale it
+# computes (docs/CORPUS.md): the one op a twin may raise differently at a site.
+OP_CHANGES_UNDER_DYNAMIC = {("vllm.dynamic_scaled_fp8_quant", "vllm.static_scaled_fp8_quant")}
+
+
 @pytest.mark.parametrize("key", [k for k in CASES if f"{k}/dynamic" in CASES and _raises_quants(k)])
 def test_dynamic_true_raises_the_same_variants(rows: dict[str, Row], key: str) -> None:
     """Under `torch.compile(dynamic=True)` Dynamo no longer specializes float attributes:
     compressed-tensors' fp8 range reaches the aten graph as `aten.scalar_tensor(448.0)`
-    instead of a lifted constant, the norms' epsilons as graph inputs. A quant raised
-    there is raised onto a variant the token-dim compile of the same model gives it, and
-    where both raise as many quants, onto the same variant at every site (graph order)."""
+    instead of a lifted constant, the norms' epsilons as graph inputs. Where both compiles
+    raise as many quants, each site is raised onto the same variant (graph order); where
+    dynamic=True raises fewer (test_counts says which), each is one the token-dim compile
+    raised."""
     token, dynamic = rows[key].variants, rows[f"{key}/dynamic"].variants
     assert token, "no quant variant recorded"
-    assert set(dynamic) <= set(token), (token, dynamic)
-    if len(dynamic) == len(token):
-        assert dynamic == token
+    if len(dynamic) != len(token):
+        assert set(dynamic) <= set(token), (token, dynamic)
+        return
+    for t, d in zip(token, dynamic, strict=True):
+        (t_op, t_variant), (d_op, d_variant) = t.split(" ", 1), d.split(" ", 1)
+        assert t_op == d_op or (t_op, d_op) in OP_CHANGES_UNDER_DYNAMIC, (token, dynamic)
+        assert t_variant == d_variant, (token, dynamic)
 
 
 @pytest.mark.parametrize("key", [k for k, c in CASES.items() if c.family != "ct"
