@@ -23,7 +23,7 @@ from helpers.cuda_emulated import build_kernels, require_cxx
 
 from vllm_xdsl import ops
 from vllm_xdsl.backends.cpu import op_library
-from vllm_xdsl.backends.cpu.host import host_problem
+from vllm_xdsl.backends.cpu.host import host_problem, isa_key
 from vllm_xdsl.backends.cuda import build as B
 from vllm_xdsl.backends.cuda.build import ToolchainMissing
 from vllm_xdsl.backends.cuda.kernels import Kernels
@@ -261,10 +261,40 @@ def test_missing_torch_headers_are_a_one_line_reason(tmp_path: Any,
         op_library.build_op_library(tmp_path / "vx_cpu.so")
 
 
+def test_the_prebuild_builds_what_a_first_call_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m vllm_xdsl.backends.cuda.build cpu` fills the cache with what a first cpu
+    op call needs (op_library.build_host): the kernel library for this host's instruction
+    sets and its operator library; that call then compiles nothing. cpu takes no archs."""
+    require_cxx()
+    monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path))
+    commands: list[list[str]] = []
+
+    def record(cmd: list[str], vendor: str, log: Path) -> None:
+        commands.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")  # what the compiler would write
+
+    monkeypatch.setattr(B, "_run_compiler", record)
+    assert B.main(["cpu"]) == 0
+    printed = capsys.readouterr().out
+    assert len(commands) == 3  # the kernel library, the operator kernels' object, their link
+    commands.clear()
+    kernels, operators = op_library.build_host()
+    assert commands == []
+    assert printed.split()[:2] == [str(kernels), str(operators)]
+    assert kernels.name.startswith(f"vx_cpu_{isa_key()}_")
+    with pytest.raises(SystemExit) as exit_:
+        B.main(["cpu", "native"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "cpu takes no archs: its kernels are built for this host's CPU (-march=native)")
+
+
 def test_the_operator_kernels_compile_once_without_the_kernel_library(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The operator kernels compile to an object that reads nothing of the kernel library,
-    so that a first call builds it beside that library (kernels._host_library); the object
+    so that a first call builds it beside that library (op_library.build_host); the object
     is cached, and another kernel library only links it again."""
     require_cxx()
     monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path))

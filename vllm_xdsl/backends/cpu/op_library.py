@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -127,6 +128,22 @@ def build_op_library(kernels: Path, namespace: str = NAMESPACE) -> Path:
         return B.build_cached(out, lambda tmp: link_command(compiler, obj, kernels, tmp), "cpu")
     except OSError as e:
         raise B.BuildError(user_cache.unusable(kernels.parent, e)) from None
+
+
+def build_host() -> tuple[Path, Path]:
+    """The kernel library for this host's CPU and its operator library, built now unless the
+    cache has them: what the first call of a cpu op needs (kernels.py loads them then),
+    or ahead of time (`python -m vllm_xdsl.backends.cuda.build cpu`).
+    ToolchainMissing / BuildError else."""
+    from vllm_xdsl.backends.cpu.host import isa_key
+
+    # The operator kernels compile beside the kernel library (neither reads the other until
+    # the link): on a fresh cache this waits for the longer build, not the sum.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ops_object = pool.submit(prepare_object)
+        kernels = B.build_library("cpu", (isa_key(),))
+        ops_object.result()
+    return kernels, build_op_library(kernels)
 
 
 @functools.cache

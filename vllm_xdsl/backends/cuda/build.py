@@ -44,7 +44,6 @@ DEFAULT_ARCHS: dict[str, tuple[str, ...]] = {
 # but not gfx942 (MI300X) or gfx950; a gfx940 code object does not load on a gfx942.
 CI_ARCHS: dict[str, tuple[str, ...]] = {
     "cuda": ("sm_80", "sm_90"), "rocm": ("gfx90a", "gfx940"), "emul": ("warp32",),
-    "cpu": ("native",),
 }
 
 _COMPILER = {
@@ -237,20 +236,31 @@ def _acquire(lock, out: Path) -> None:  # noqa: ANN001 - a text file object
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m vllm_xdsl.backends.cuda.build cuda sm_90`: fill the cache ahead of time
-    (e.g. in a container image), printing the library path and the compile time."""
+    (e.g. in a container image), printing each library's path and the compile time. `cpu`
+    builds what the cpu provider's first call would: the kernel library for this host's
+    instruction sets and its torch operator kernels."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m vllm_xdsl.backends.cuda.build")
     parser.add_argument("vendor", choices=("cuda", "rocm", "emul", "cpu"))
-    parser.add_argument("archs", nargs="*", help="e.g. sm_80 sm_90, gfx90a (default: CI's set)")
+    parser.add_argument("archs", nargs="*", help="e.g. sm_80 sm_90, gfx90a (default: CI's set; "
+                        "none for cpu, built for this host's CPU)")
     ns = parser.parse_args(argv)
+    if ns.vendor == "cpu" and ns.archs:
+        parser.error("cpu takes no archs: its kernels are built for this host's CPU "
+                     "(-march=native)")
     start = time.monotonic()
     try:
-        path = build_library(ns.vendor, ns.archs or CI_ARCHS[ns.vendor])
+        if ns.vendor == "cpu":
+            from vllm_xdsl.backends.cpu.op_library import build_host
+
+            paths = build_host()
+        else:
+            paths = (build_library(ns.vendor, ns.archs or CI_ARCHS[ns.vendor]),)
     except (ToolchainMissing, BuildError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"{path} ({time.monotonic() - start:.1f} s)")
+    print("\n".join(map(str, paths)) + f" ({time.monotonic() - start:.1f} s)")
     return 0
 
 

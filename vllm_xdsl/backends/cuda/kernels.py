@@ -10,7 +10,6 @@ the annotations of these functions.
 """
 
 import functools
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -309,14 +308,9 @@ def _library(vendor: Vendor, archs: tuple[str, ...]) -> L.KernelLibrary:
 def _host_library() -> L.KernelLibrary:
     """The cpu kernel library, and its torch operator kernels loaded beside it: from the
     next call on, the cpu torch ops run in C++ (backends/cpu/op_library.py)."""
-    from vllm_xdsl.backends.cpu.host import isa_key
-    from vllm_xdsl.backends.cpu.op_library import load_op_library, prepare_object
+    from vllm_xdsl.backends.cpu.op_library import build_host, load_op_library
 
-    # The operator kernels compile beside the kernel library (neither reads the other until
-    # the link): on a fresh cache, a first call waits for the longer build, not the sum.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        ops_object = pool.submit(prepare_object)
-        lib = _library("cpu", (isa_key(),))
-        ops_object.result()
-    load_op_library(lib.path)
+    kernels, _ = build_host()
+    lib = L.KernelLibrary(kernels, "cpu")
+    load_op_library(kernels)
     return lib
