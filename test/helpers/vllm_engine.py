@@ -77,14 +77,24 @@ def _post_grad_pass() -> dict[str, Any]:
 
 def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900,
                log: Path | None = None, env: dict[str, str] | None = None,
-               kernel_cache: Path | None = None) -> dict[str, Any]:
+               kernel_cache: Path | None = None, model_info: Path | None = None
+               ) -> dict[str, Any]:
     """Start one engine in a child process (fresh caches, `env` added to its environment)
     and return its RESULT, or {"error": ...} naming the exit status and the last line it
     printed. `kernel_cache`: our cache directory (built kernels, keyed by their source), to
-    share between starts that do not time a first build; by default a fresh one."""
+    share between starts that do not time a first build; by default a fresh one.
+    `model_info`: a directory for vLLM's record of what a model class supports
+    (VLLM_CACHE_ROOT/modelinfos, keyed by the model's source file), to share between starts:
+    without it each start learns that again in a subprocess (about 12 s). It holds nothing
+    compiled, so every graph still meets our compiler; by default a fresh one."""
     if way not in ALL_WAYS:
         raise ValueError(f"unknown way {way!r}; known: {', '.join(ALL_WAYS)}")
     with tempfile.TemporaryDirectory(prefix=f"vllm-engine-{way}-") as tmp:
+        if model_info is not None:
+            model_info.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / "vllm").mkdir()
+            (Path(tmp) / "vllm" / "modelinfos").symlink_to(model_info.resolve(),
+                                                           target_is_directory=True)
         # vLLM's AOT compile wants a serializable compiled graph: the checking wrapper is not.
         checked = {"VLLM_USE_AOT_COMPILE": "0"} if way == CHECKED else {}
         child_env = {**os.environ, **(env or {}), **checked, "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
