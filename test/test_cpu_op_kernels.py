@@ -261,27 +261,33 @@ def test_missing_torch_headers_are_a_one_line_reason(tmp_path: Any,
         op_library.build_op_library(tmp_path / "vx_cpu.so")
 
 
-def test_the_prebuild_builds_what_a_first_call_loads(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`python -m vllm_xdsl.backends.cuda.build cpu` fills the cache with what a first cpu
-    op call needs (op_library.build_host): the kernel library for this host's instruction
-    sets and its operator library; that call then compiles nothing. cpu takes no archs."""
+@pytest.fixture
+def compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The compiler commands of builds into a fresh cache (tmp_path), none run: each
+    writes an empty file where the compiler would write its output."""
     require_cxx()
     monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path))
     commands: list[list[str]] = []
 
     def record(cmd: list[str], vendor: str, log: Path) -> None:
         commands.append(cmd)
-        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")  # what the compiler would write
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")
 
     monkeypatch.setattr(B, "_run_compiler", record)
+    return commands
+
+
+def test_the_prebuild_builds_what_a_first_call_loads(
+        compiles: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m vllm_xdsl.backends.cuda.build cpu` fills the cache with what a first cpu
+    op call needs (op_library.build_host): the kernel library for this host's instruction
+    sets and its operator library; that call then compiles nothing. cpu takes no archs."""
     assert B.main(["cpu"]) == 0
     printed = capsys.readouterr().out
-    assert len(commands) == 3  # the kernel library, the operator kernels' object, their link
-    commands.clear()
+    assert len(compiles) == 3  # the kernel library, the operator kernels' object, their link
+    compiles.clear()
     kernels, operators = op_library.build_host()
-    assert commands == []
+    assert compiles == []
     assert printed.split()[:2] == [str(kernels), str(operators)]
     assert kernels.name.startswith(f"vx_cpu_{isa_key()}_")
     with pytest.raises(SystemExit) as exit_:
@@ -292,24 +298,15 @@ def test_the_prebuild_builds_what_a_first_call_loads(
 
 
 def test_the_operator_kernels_compile_once_without_the_kernel_library(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        compiles: list[list[str]], tmp_path: Path) -> None:
     """The operator kernels compile to an object that reads nothing of the kernel library,
     so that a first call builds it beside that library (op_library.build_host); the object
     is cached, and another kernel library only links it again."""
-    require_cxx()
-    monkeypatch.setenv("VLLM_XDSL_CACHE_DIR", str(tmp_path))
-    commands: list[list[str]] = []
-
-    def record(cmd: list[str], vendor: str, log: Path) -> None:
-        commands.append(cmd)
-        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"")  # what the compiler would write
-
-    monkeypatch.setattr(B, "_run_compiler", record)
     built = [op_library.build_op_library(tmp_path / name) for name in ("vx_a.so", "vx_b.so")]
-    compiles = [c for c in commands if "-c" in c]
-    links = [c for c in commands if "-c" not in c]
-    assert len(compiles) == 1 and len(links) == 2 and built[0] != built[1]
-    assert not any("vx_a" in arg or "vx_b" in arg for arg in compiles[0])
+    objects = [c for c in compiles if "-c" in c]
+    links = [c for c in compiles if "-c" not in c]
+    assert len(objects) == 1 and len(links) == 2 and built[0] != built[1]
+    assert not any("vx_a" in arg or "vx_b" in arg for arg in objects[0])
     assert [any(f"-l:{name}" == arg for arg in link) for link, name in
             zip(links, ("vx_a.so", "vx_b.so"), strict=True)] == [True, True]
 
