@@ -250,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("cpu takes no archs: its kernels are built for this host's CPU "
                      "(-march=native)")
     start = time.monotonic()
+    paths: tuple[Path, ...]
     try:
         if ns.vendor == "cpu":
             from vllm_xdsl.backends.cpu.op_library import build_host
