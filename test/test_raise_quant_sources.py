@@ -4,8 +4,9 @@ quant site is raised (as its exact variant, docs/OPS.md "Variants") and the comp
 output equals eager bit for bit.
 
 - compressed-tensors 0.20 presets FP8, FP8_DYNAMIC, W8A8 and FP8_BLOCK on a tiny
-  random-config transformers Llama of two layers, with static shapes (`dynamic=True`, and
-  its variants against static shapes': the corpus, test_corpus.py). Stock
+  random-config transformers Llama of two layers, with static shapes (under `dynamic=True`
+  the corpus compiles them, and test_corpus.py checks that they raise the same variants).
+  Stock
   compressed-tensors breaks the graph at every Linear (`patch_attr`), so each quantized
   Linear's forward here calls compressed-tensors' own `forward_quantize` on its input and
   then `F.linear`.

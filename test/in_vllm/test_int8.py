@@ -141,9 +141,9 @@ def test_every_call_computes_the_traced_graphs_values(vllm_engine: Any, model: s
     lowering to the natives change nothing that vLLM computes. A call vLLM runs without
     attention metadata (its profile run: attention leaves its output unwritten, so the
     values are whatever memory held) or whose reference differs from itself is not a
-    comparison; there is at most one. (Lowered to the cpu kernels instead, a norm may sum its variance
-    in another order, which the contract allows: measured, 2 of the 1904 values of the
-    static model's prefill differ; bench/RESULTS.md.)"""
+    comparison; there is at most one. (Lowered to the cpu kernels instead, a norm may sum
+    its variance in another order, which the contract allows: measured, 2 of the 1904
+    values of the static model's prefill differ; bench/RESULTS.md.)"""
     ours = _checked(vllm_engine, model, CHECKED, "native")
     for graph in ours["graphs"]:
         assert graph["sites"]["quant"] == int8_quant_sites(model), graph
