@@ -1,8 +1,10 @@
 """Plain vLLM against vLLM with our compiler, side by side in one run (CPU build).
 
 Each variant starts its engine in its own child process with empty compile caches
-(VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR, VLLM_XDSL_CACHE_DIR in fresh temporary dirs),
-variants interleaved over the rounds so machine load hits them alike. Measured per start:
+(VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR, VLLM_XDSL_CACHE_DIR in fresh temporary dirs;
+`--kernel-cache warm` instead builds our kernel libraries once, before the first start, and
+shares them, as a user's cache holds them after a first use or a prebuild), variants
+interleaved over the rounds so machine load hits them alike. Measured per start:
 engine start-up (LLM construction), prefill step (a prompt of N tokens, max_tokens=1) and
 decode step ((t(M) - t(1)) / (M - 1) over M greedy tokens), plus the generated tokens,
 which must equal plain vLLM's. Within a start each step time is the best of --reps
@@ -178,14 +180,14 @@ def child(args: argparse.Namespace) -> None:
 
 
 def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace,
-                 amx: str) -> dict[str, Any]:
+                 amx: str, kernel_cache: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"vllm-bench-{way}-") as tmp:
         env = dict(os.environ)
         env.update(
             VLLM_ENABLE_V1_MULTIPROCESSING="0",
             VLLM_CACHE_ROOT=f"{tmp}/vllm",
             TORCHINDUCTOR_CACHE_DIR=f"{tmp}/inductor",
-            VLLM_XDSL_CACHE_DIR=f"{tmp}/xdsl",
+            VLLM_XDSL_CACHE_DIR=kernel_cache or f"{tmp}/xdsl",
         )
         env.update(_WAY_ENV.get(way.split("@")[0], {}))
         env.pop("VLLM_XDSL_PRIORITY", None)
@@ -223,6 +225,23 @@ def _run_variant(model: str, way: str, ckpt: Path, args: argparse.Namespace,
         for ln in log.splitlines()
     )
     return result
+
+
+def _warm_kernel_cache(cpus: str | None) -> str:
+    """A cache directory holding the cpu provider's built kernels (built now, timed), for
+    every start to share: the first use's build is then no start's."""
+    cache = tempfile.mkdtemp(prefix="vllm-bench-kernels-")
+    cmd = [sys.executable, "-m", "vllm_xdsl.backends.cuda.build", "cpu"]
+    if cpus:
+        cmd = ["taskset", "-c", cpus, *cmd]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, env={**os.environ, "VLLM_XDSL_CACHE_DIR": cache},
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: the cpu kernels did not build: {proc.stderr.strip()[-300:]}")
+    print(f"# kernel cache {cache}: the cpu kernels built in {time.perf_counter() - t0:.1f} s "
+          "before the first start", flush=True)
+    return cache
 
 
 def _available_ways(ways: list[str]) -> tuple[list[str], list[str]]:
@@ -357,6 +376,11 @@ def main() -> None:
     parser.add_argument("--cpus", help="pin every engine to these CPUs (taskset -c)")
     parser.add_argument("--eager-rounding", action="store_true",
                         help="TORCHINDUCTOR_EMULATE_PRECISION_CASTS=1 for every way")
+    parser.add_argument("--kernel-cache", choices=("fresh", "warm"), default="fresh",
+                        help="our built kernels: fresh per start (each builds what it uses), "
+                             "or warm: built once before the first start (timed apart, the "
+                             "cpu provider's: `python -m vllm_xdsl.backends.cuda.build cpu`) "
+                             "and shared")
     parser.add_argument("--profile", action="store_true",
                         help="per start, torch.profiler's ops of one prefill and decode run")
     parser.add_argument("--rounds", type=int, default=2)
@@ -397,7 +421,9 @@ def main() -> None:
     ways = [w if w == "plain" or p == "default" else f"{w}@{p}"
             for w in ways for p in (priorities if w != "plain" else ["default"])]
     print(f"# load average at start: {os.getloadavg()}, cpus {args.cpus or 'all'}, "
-          f"amx {amxs}, eager rounding {args.eager_rounding}", flush=True)
+          f"amx {amxs}, eager rounding {args.eager_rounding}, "
+          f"kernel cache {args.kernel_cache}", flush=True)
+    kernel_cache = _warm_kernel_cache(args.cpus) if args.kernel_cache == "warm" else None
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     configs = [(m, a) for m in models for a in amxs]
     for rnd in range(args.rounds):
@@ -410,7 +436,7 @@ def main() -> None:
             key = f"{model} amx={amx}"
             order = ways if rnd % 2 == 0 else ways[::-1]
             for way in order:
-                r = _run_variant(model, way, ckpt, args, amx)
+                r = _run_variant(model, way, ckpt, args, amx, kernel_cache)
                 brief = {k: v for k, v in r.items() if not k.startswith(("profile", "graphs"))}
                 print(f"# {key} round {rnd} {way}: {json.dumps(brief)}", flush=True)
                 results.setdefault((key, way), []).append(r)
