@@ -11,6 +11,7 @@ import pytest
 from helpers.vllm_opt_runner import run_opt
 
 from vllm_xdsl.backends.cpu import host
+from vllm_xdsl.backends.cuda import build
 from vllm_xdsl.backends.cuda.register import available
 from vllm_xdsl.ops import registry
 
@@ -41,3 +42,11 @@ def test_preferred_gives_way_forced_is_one_line(bare_cpu: None) -> None:
     forced = run_opt("--lower-dispatch=target=cpu priority=rms_norm=cpu!", stdin=NORM)
     assert forced.returncode != 0 and "Traceback" not in forced.stderr
     assert forced.stderr.strip().endswith(f"cannot run: {LACKS}"), forced.stderr
+
+
+def test_prebuild_on_such_a_cpu_is_one_line(bare_cpu: None, capsys: pytest.CaptureFixture[str]
+                                            ) -> None:
+    """`python -m vllm_xdsl.backends.cuda.build cpu` says what the CPU lacks, before any
+    compiler runs (-march=native would fail in vx_vec.h)."""
+    assert build.main(["cpu"]) == 1
+    assert capsys.readouterr().err == f"error: {LACKS}\n"

@@ -85,7 +85,7 @@ def run_engine(checkpoint: Path, way: str, tokens: int = 8, timeout: float = 900
     share between starts that do not time a first build; by default a fresh one.
     `model_info`: a directory for vLLM's record of what a model class supports
     (VLLM_CACHE_ROOT/modelinfos, keyed by the model's source file), to share between starts:
-    without it each start learns that again in a subprocess (about 12 s). It holds nothing
+    without it each start learns that again in a subprocess (12-16 s). It holds nothing
     compiled, so every graph still meets our compiler; by default a fresh one."""
     if way not in ALL_WAYS:
         raise ValueError(f"unknown way {way!r}; known: {', '.join(ALL_WAYS)}")

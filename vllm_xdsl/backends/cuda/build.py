@@ -253,8 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths: tuple[Path, ...]
     try:
         if ns.vendor == "cpu":
+            from vllm_xdsl.backends.cpu.host import host_problem
             from vllm_xdsl.backends.cpu.op_library import build_host
 
+            problem = host_problem()  # a CPU without AVX2 would fail in the compiler
+            if problem is not None:
+                raise ToolchainMissing(problem)
             paths = build_host()
         else:
             paths = (build_library(ns.vendor, ns.archs or CI_ARCHS[ns.vendor]),)
