@@ -18,8 +18,10 @@ start). Across starts the table shows the median.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -231,6 +233,7 @@ def _warm_kernel_cache(cpus: str | None) -> str:
     """A cache directory holding the cpu provider's built kernels (built now, timed), for
     every start to share: the first use's build is then no start's."""
     cache = tempfile.mkdtemp(prefix="vllm-bench-kernels-")
+    atexit.register(shutil.rmtree, cache, True)  # removed with the run, like each start's
     cmd = [sys.executable, "-m", "vllm_xdsl.backends.cuda.build", "cpu"]
     if cpus:
         cmd = ["taskset", "-c", cpus, *cmd]
